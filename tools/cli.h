@@ -1,0 +1,36 @@
+/* Internal to the rpcrdma tool. */
+#ifndef RPCRDMA_TOOLS_CLI_H
+#define RPCRDMA_TOOLS_CLI_H
+
+#include <stdio.h>
+
+#include "rpcrdma/rpcrdma.h"
+
+/* Exit statuses of every subcommand. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+int cmd_decode(int argc, char **argv);
+int cmd_encode(int argc, char **argv);
+
+/* Hex: whitespace, ':' and a leading "0x" are ignored. Returns bytes or -1. */
+long hex_parse(const char *s, unsigned char *out, size_t cap);
+void hex_print(FILE *f, const unsigned char *p, size_t n);
+
+/* JSON for one decoded message; body included when with_body. */
+void msg_json_print(FILE *f, const struct rpcrdma_msg *m, int with_body);
+void msg_json_invalid(FILE *f, const struct rpcrdma_decode_status *st);
+void msg_text_print(FILE *f, const struct rpcrdma_msg *m);
+
+/* Build m from one JSON object (the shape msg_json_print writes). Body bytes, if any,
+ * go to body/body_len (caller's buffer of body_cap). Returns 0 or -1 with *err set. */
+struct msg_build {
+	struct rpcrdma_msg m;
+	struct rpcrdma_read_segment reads[256];
+	struct rpcrdma_write_chunk writes[64];
+	struct rpcrdma_segment segs[1024];
+	unsigned char body[65536];
+	size_t body_len;
+};
+int msg_json_parse(const char *text, struct msg_build *b, const char **err);
+
+#endif

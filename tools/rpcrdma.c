@@ -1,0 +1,49 @@
+/* rpcrdma: one command-line tool, one subcommand per job. */
+#include <string.h>
+
+#include "cli.h"
+
+struct subcommand {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+	{ "decode", cmd_decode, "decode RPC-over-RDMA messages from hex" },
+	{ "encode", cmd_encode, "encode RPC-over-RDMA messages from JSON" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fputs("usage: rpcrdma COMMAND [ARGS]   (rpcrdma COMMAND --help for details)\n", f);
+	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+	fputs("  version  print the library version\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("rpcrdma %s\n", RPCRDMA_LIB_VERSION);
+		return EXIT_OK;
+	}
+	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		if (!strcmp(argv[1], subcommands[i].name))
+			return subcommands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "rpcrdma: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}
