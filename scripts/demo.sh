@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The main job of the README: install, build, and show the codec at work on the bundled
+# sample messages (later: the live demo over the default software fabric).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+BUILD_DIR=build scripts/build.sh >/dev/null
+echo "== rpcrdma decode < samples/messages.hex"
+build/rpcrdma decode < samples/messages.hex
+echo
+echo "== the same messages as JSON"
+build/rpcrdma decode --json < samples/messages.hex
+echo
+echo "== a malformed message (read chunks overlap) gets the RFC's answer"
+build/rpcrdma decode --json \
+	0000000100000001000000010000000000000001000000300000000100000064000000000000000000000001000000900000000200000008000000000000000000000000000000000000000000000001000000000000000200000001000000010000000100000000000000000000000000000000 || true
+echo
+echo "== codec speed"
+build/bench_codec
