@@ -12,6 +12,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
 	{ "decode", cmd_decode, "decode RPC-over-RDMA messages from hex" },
 	{ "encode", cmd_encode, "encode RPC-over-RDMA messages from JSON" },
+	{ "info", cmd_info, "list the RDMA providers usable here" },
 };
 
 static void usage(FILE *f)

@@ -22,6 +22,15 @@ enum rpcrdma_err {
 	RPCRDMA_ERR_VERSION = 4, /* unsupported RPC-over-RDMA version */
 	RPCRDMA_ERR_NOMEM = 5,   /* allocation failed */
 	RPCRDMA_ERR_RANGE = 6,   /* value outside what the format can carry */
+	RPCRDMA_ERR_AGAIN = 7,   /* queue full: poll for completions, then retry */
+	RPCRDMA_ERR_DISCONN = 8, /* the connection is gone */
+	RPCRDMA_ERR_TIMEDOUT = 9,
+	RPCRDMA_ERR_NOPROV = 10, /* no usable RDMA provider of that name */
+	RPCRDMA_ERR_REJECTED = 11, /* the peer rejected the connection */
+	RPCRDMA_ERR_REFUSED = 12,  /* nobody listening there */
+	RPCRDMA_ERR_IO = 13,     /* an RDMA operation failed */
+	RPCRDMA_ERR_ACCESS = 14, /* remote access refused (bad key, range or right) */
+	RPCRDMA_ERR_ADDR = 15,   /* host or port not usable */
 };
 
 /* Text for a negative (or positive) RPCRDMA_ERR_* value; never NULL. */

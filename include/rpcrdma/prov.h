@@ -1,0 +1,190 @@
+/* librpcrdma — the RDMA provider layer (prov/): one contract, several implementations.
+ *
+ *   "tcp"    libfabric FI_EP_MSG over TCP sockets: any Linux host (the default)
+ *   "verbs"  libfabric FI_EP_MSG on InfiniBand / RoCE / iWARP hardware
+ *   "shm"    libfabric FI_EP_RDM over shared memory, one host; connections emulated
+ *   any other libfabric provider name that meets the requirements below
+ *   "mock"   in-process, deterministic, with fault injection (tests)
+ *
+ * The contract, which every implementation keeps:
+ * - Connections carry private data both ways (RFC 8797 blocks, up to
+ *   RPCRDMA_PDATA_MAX bytes) on connect, accept and reject.
+ * - Memory is registered for exactly the bytes and the access asked for. A region
+ *   gets a 32-bit handle (RFC 5666 §2) that is unpredictable and not reused soon after
+ *   release, and the 64-bit offset to advertise for its first byte. Release is
+ *   synchronous: when rpcrdma_mr_dereg() returns, the peer can no longer reach it.
+ * - Send buffers, receive buffers and RDMA Read destinations need only
+ *   RPCRDMA_ACC_LOCAL, and are never remotely accessible.
+ * - Every posted operation completes exactly once, through rpcrdma_ep_poll(): with
+ *   status 0, or with a negative RPCRDMA_ERR_*. When the connection is lost (peer
+ *   closed, peer failed, local close) a RPCRDMA_OP_DISCONNECT event is reported and
+ *   every operation still posted completes with -RPCRDMA_ERR_DISCONN: nothing is lost.
+ * - Progress: operations advance only while the process calls rpcrdma_ep_poll() or
+ *   rpcrdma_ep_wait() on the endpoint (libfabric tcp moves RMA data only then, on both
+ *   sides). An endpoint that is the target of RDMA Reads must keep being polled.
+ * - RDMA Write then Send on one endpoint: caps.write_send_ordered says whether the
+ *   Send is delivered only after the Writes are placed (RFC 5666 relies on it). When it
+ *   is 0 the caller (the engine) must wait for the Writes' completions first.
+ *
+ * Thread safety: a provider handle may be shared; an endpoint is used by one thread at a
+ * time (the engine serialises).
+ */
+#ifndef RPCRDMA_PROV_H
+#define RPCRDMA_PROV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RPCRDMA_PORT 20049           /* NFS/RDMA, RFC 5666 §12 */
+#define RPCRDMA_PDATA_MAX 56         /* private data bytes any provider must carry */
+
+struct rpcrdma_prov;
+struct rpcrdma_listener;
+struct rpcrdma_connreq;
+struct rpcrdma_ep;
+
+/* Access a registration allows. LOCAL alone: send/receive/read-destination buffers. */
+enum rpcrdma_access {
+	RPCRDMA_ACC_LOCAL = 0,
+	RPCRDMA_ACC_REMOTE_READ = 1,   /* the peer may RDMA Read it (read chunks) */
+	RPCRDMA_ACC_REMOTE_WRITE = 2,  /* the peer may RDMA Write it (write/reply chunks) */
+};
+
+struct rpcrdma_mr {
+	uint32_t handle;   /* steering tag to advertise */
+	uint64_t offset;   /* offset to advertise for addr[0] */
+	void *addr;
+	size_t len;
+	unsigned access;
+	struct rpcrdma_prov *prov;   /* owner */
+};
+
+/* A piece of local registered memory. */
+struct rpcrdma_sge {
+	struct rpcrdma_mr *mr;
+	void *addr;        /* inside mr */
+	uint32_t len;
+};
+
+enum rpcrdma_op {
+	RPCRDMA_OP_SEND = 1,
+	RPCRDMA_OP_RECV,
+	RPCRDMA_OP_READ,
+	RPCRDMA_OP_WRITE,
+	RPCRDMA_OP_DISCONNECT,   /* the connection is gone; ctx is NULL */
+};
+
+struct rpcrdma_cqe {
+	void *ctx;         /* as posted */
+	uint32_t op;       /* enum rpcrdma_op */
+	uint32_t len;      /* bytes received (RECV) or moved */
+	int status;        /* 0 or negative RPCRDMA_ERR_* */
+};
+
+enum rpcrdma_ep_type { RPCRDMA_EP_MSG = 1, RPCRDMA_EP_RDM_EMULATED = 2, RPCRDMA_EP_MOCK = 3 };
+
+struct rpcrdma_prov_caps {
+	char name[32];            /* provider, e.g. "tcp" */
+	char fabric[64];          /* libfabric fabric name, or "mock" */
+	uint32_t ep_type;         /* enum rpcrdma_ep_type */
+	uint32_t key_size;        /* bytes of the provider's keys; handles are 32 bits */
+	uint32_t prov_keys;       /* 1: the provider picks keys; 0: we do (randomly) */
+	uint32_t virt_addr;       /* 1: offsets are virtual addresses */
+	uint32_t write_send_ordered;
+	uint32_t enforces_access; /* 0: remote access is not checked (shm) */
+	uint32_t iov_limit;       /* local pieces per operation */
+	uint32_t rma_iov_limit;   /* remote segments per libfabric call (we split beyond) */
+	uint32_t tx_depth;        /* operations in flight per endpoint */
+	uint32_t rx_depth;
+	uint32_t has_fd;          /* rpcrdma_ep_fd() gives a pollable descriptor */
+	size_t inject_size;
+	size_t max_msg_size;
+};
+
+/* ---- provider ---- */
+
+/* Open a provider by name (NULL = "tcp"). Fails with -RPCRDMA_ERR_NOPROV and a message
+ * in err (if given) saying what is missing. */
+RPCRDMA_API int rpcrdma_prov_open(const char *name, struct rpcrdma_prov **out,
+				  char *err, size_t errlen);
+RPCRDMA_API void rpcrdma_prov_close(struct rpcrdma_prov *p);
+RPCRDMA_API const struct rpcrdma_prov_caps *rpcrdma_prov_caps(const struct rpcrdma_prov *p);
+
+/* List the libfabric providers usable here, one caps each; returns how many (<= max). */
+RPCRDMA_API int rpcrdma_prov_probe(struct rpcrdma_prov_caps *out, int max);
+
+/* ---- connections ---- */
+
+/* Listen on host:port (host NULL = any IPv4; "::" for IPv6; port 0 = ephemeral).
+ * For shm the host is ignored: the port names the listener on this host. */
+RPCRDMA_API int rpcrdma_listen(struct rpcrdma_prov *p, const char *host, uint16_t port,
+			       struct rpcrdma_listener **out);
+RPCRDMA_API uint16_t rpcrdma_listener_port(const struct rpcrdma_listener *l);
+RPCRDMA_API int rpcrdma_listener_fd(const struct rpcrdma_listener *l);  /* -1 if none */
+/* Wait up to timeout_ms (-1 forever, 0 poll) for a connection request. Returns 0 with
+ * *req set, or -RPCRDMA_ERR_TIMEDOUT. */
+RPCRDMA_API int rpcrdma_listener_get(struct rpcrdma_listener *l, int timeout_ms,
+				     struct rpcrdma_connreq **req);
+RPCRDMA_API void rpcrdma_listener_close(struct rpcrdma_listener *l);
+
+/* The request's private data (valid until accept/reject). */
+RPCRDMA_API const void *rpcrdma_connreq_pdata(const struct rpcrdma_connreq *r, size_t *len);
+/* Accept with our private data; the request is consumed either way. */
+RPCRDMA_API int rpcrdma_accept(struct rpcrdma_connreq *r, const void *pdata, size_t len,
+			       int timeout_ms, struct rpcrdma_ep **out);
+RPCRDMA_API void rpcrdma_reject(struct rpcrdma_connreq *r, const void *pdata, size_t len);
+
+/* Connect with private data; the peer's is then rpcrdma_ep_peer_pdata(). A refusal is
+ * -RPCRDMA_ERR_REJECTED, nobody listening -RPCRDMA_ERR_REFUSED or _TIMEDOUT. */
+RPCRDMA_API int rpcrdma_connect(struct rpcrdma_prov *p, const char *host, uint16_t port,
+				const void *pdata, size_t len, int timeout_ms,
+				struct rpcrdma_ep **out);
+RPCRDMA_API const void *rpcrdma_ep_peer_pdata(const struct rpcrdma_ep *ep, size_t *len);
+RPCRDMA_API int rpcrdma_ep_connected(const struct rpcrdma_ep *ep);
+/* Close: disconnects, completes what is posted with -RPCRDMA_ERR_DISCONN (those
+ * completions are discarded), frees. Registrations are the caller's to release. */
+RPCRDMA_API void rpcrdma_ep_close(struct rpcrdma_ep *ep);
+
+/* ---- memory ---- */
+
+RPCRDMA_API int rpcrdma_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len,
+			       unsigned access, struct rpcrdma_mr **out);
+RPCRDMA_API int rpcrdma_mr_dereg(struct rpcrdma_mr *mr);
+
+/* ---- data ---- */
+
+/* Post a receive buffer (one piece). Fails with -RPCRDMA_ERR_AGAIN when the receive
+ * queue is full, -RPCRDMA_ERR_DISCONN when the connection is gone. */
+RPCRDMA_API int rpcrdma_post_recv(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx);
+RPCRDMA_API int rpcrdma_post_send(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx);
+/* RDMA Read the remote segments into the local pieces (scatter/gather on both sides;
+ * byte counts must match). One completion for the whole operation. */
+RPCRDMA_API int rpcrdma_post_read(struct rpcrdma_ep *ep, const struct rpcrdma_sge *local,
+				  uint32_t nlocal, const struct rpcrdma_segment *remote,
+				  uint32_t nremote, void *ctx);
+RPCRDMA_API int rpcrdma_post_write(struct rpcrdma_ep *ep, const struct rpcrdma_sge *local,
+				   uint32_t nlocal, const struct rpcrdma_segment *remote,
+				   uint32_t nremote, void *ctx);
+
+/* Non-blocking: drive progress, return up to max completions (0 if none). */
+RPCRDMA_API int rpcrdma_ep_poll(struct rpcrdma_ep *ep, struct rpcrdma_cqe *out, int max);
+/* Block up to timeout_ms until rpcrdma_ep_poll() may return something. Returns 0
+ * (ready) or -RPCRDMA_ERR_TIMEDOUT. Drives progress while it waits. */
+RPCRDMA_API int rpcrdma_ep_wait(struct rpcrdma_ep *ep, int timeout_ms);
+/* A descriptor that becomes readable when the endpoint may have work (-1 if the
+ * provider has none: then poll with back-off, as rpcrdma_ep_wait() does). */
+RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
+
+const char *rpcrdma_op_name(uint32_t op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,293 @@
+/* The provider layer's public face: argument checks, then the implementation's ops. */
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "prov_int.h"
+
+int64_t rpcrdma__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rpcrdma__keys_init(struct rpcrdma__keys *k)
+{
+	memset(k, 0, sizeof(*k));
+	pthread_mutex_init(&k->lock, NULL);
+}
+
+static int key_is_recent(const struct rpcrdma__keys *k, uint32_t key)
+{
+	uint32_t i;
+
+	for (i = 0; i < RPCRDMA_KEY_QUARANTINE; i++)
+		if (k->recent[i] == key)
+			return 1;
+	return 0;
+}
+
+uint32_t rpcrdma__key_new(struct rpcrdma__keys *k)
+{
+	uint32_t key;
+
+	pthread_mutex_lock(&k->lock);
+	do {
+		if (getrandom(&key, sizeof(key), 0) != sizeof(key))
+			key = (uint32_t)rpcrdma__now_ms() * 2654435761u;
+	} while (key == 0 || key_is_recent(k, key));
+	pthread_mutex_unlock(&k->lock);
+	return key;
+}
+
+void rpcrdma__key_release(struct rpcrdma__keys *k, uint32_t key)
+{
+	pthread_mutex_lock(&k->lock);
+	k->recent[k->next++ % RPCRDMA_KEY_QUARANTINE] = key;
+	pthread_mutex_unlock(&k->lock);
+}
+
+int rpcrdma__rma_check(const struct rpcrdma_sge *local, uint32_t nlocal,
+		       const struct rpcrdma_segment *remote, uint32_t nremote, uint64_t *total)
+{
+	uint64_t l = 0, r = 0;
+	uint32_t i;
+
+	if (!local || !remote || !nlocal || !nremote)
+		return -RPCRDMA_ERR_INVAL;
+	for (i = 0; i < nlocal; i++) {
+		if (!local[i].mr || !local[i].len)
+			return -RPCRDMA_ERR_INVAL;
+		l += local[i].len;
+	}
+	for (i = 0; i < nremote; i++) {
+		if (!remote[i].length)
+			return -RPCRDMA_ERR_INVAL;
+		r += remote[i].length;
+	}
+	if (l != r)
+		return -RPCRDMA_ERR_INVAL;
+	*total = l;
+	return 0;
+}
+
+int rpcrdma_prov_open(const char *name, struct rpcrdma_prov **out, char *err, size_t errlen)
+{
+	if (!out)
+		return -RPCRDMA_ERR_INVAL;
+	if (err && errlen)
+		err[0] = '\0';
+	if (!name)
+		name = "tcp";
+	if (!strcmp(name, "mock"))
+		return rpcrdma__prov_mock_open(out);
+	return rpcrdma__prov_fabric_open(name, out, err, errlen);
+}
+
+void rpcrdma_prov_close(struct rpcrdma_prov *p)
+{
+	if (p)
+		p->ops->close(p);
+}
+
+const struct rpcrdma_prov_caps *rpcrdma_prov_caps(const struct rpcrdma_prov *p)
+{
+	return p ? &p->caps : NULL;
+}
+
+int rpcrdma_prov_probe(struct rpcrdma_prov_caps *out, int max)
+{
+	if (!out || max < 0)
+		return -RPCRDMA_ERR_INVAL;
+	return rpcrdma__prov_fabric_probe(out, max);
+}
+
+int rpcrdma_listen(struct rpcrdma_prov *p, const char *host, uint16_t port,
+		   struct rpcrdma_listener **out)
+{
+	if (!p || !out)
+		return -RPCRDMA_ERR_INVAL;
+	return p->ops->listen(p, host, port, out);
+}
+
+uint16_t rpcrdma_listener_port(const struct rpcrdma_listener *l)
+{
+	return l ? l->port : 0;
+}
+
+int rpcrdma_listener_fd(const struct rpcrdma_listener *l)
+{
+	return l ? l->prov->ops->listener_fd(l) : -1;
+}
+
+int rpcrdma_listener_get(struct rpcrdma_listener *l, int timeout_ms, struct rpcrdma_connreq **req)
+{
+	if (!l || !req)
+		return -RPCRDMA_ERR_INVAL;
+	return l->prov->ops->listener_get(l, timeout_ms, req);
+}
+
+void rpcrdma_listener_close(struct rpcrdma_listener *l)
+{
+	if (l)
+		l->prov->ops->listener_close(l);
+}
+
+const void *rpcrdma_connreq_pdata(const struct rpcrdma_connreq *r, size_t *len)
+{
+	if (len)
+		*len = r ? r->pdata_len : 0;
+	return r ? r->pdata : NULL;
+}
+
+static int pdata_ok(const void *pdata, size_t len)
+{
+	return len <= RPCRDMA_PDATA_MAX && (pdata || !len);
+}
+
+int rpcrdma_accept(struct rpcrdma_connreq *r, const void *pdata, size_t len, int timeout_ms,
+		   struct rpcrdma_ep **out)
+{
+	if (!r || !out)
+		return -RPCRDMA_ERR_INVAL;
+	if (!pdata_ok(pdata, len)) {
+		r->prov->ops->reject(r, NULL, 0);
+		return -RPCRDMA_ERR_INVAL;
+	}
+	return r->prov->ops->accept(r, pdata, len, timeout_ms, out);
+}
+
+void rpcrdma_reject(struct rpcrdma_connreq *r, const void *pdata, size_t len)
+{
+	if (!r)
+		return;
+	if (!pdata_ok(pdata, len))
+		len = 0;
+	r->prov->ops->reject(r, pdata, len);
+}
+
+int rpcrdma_connect(struct rpcrdma_prov *p, const char *host, uint16_t port, const void *pdata,
+		    size_t len, int timeout_ms, struct rpcrdma_ep **out)
+{
+	if (!p || !out || !pdata_ok(pdata, len))
+		return -RPCRDMA_ERR_INVAL;
+	return p->ops->connect(p, host, port, pdata, len, timeout_ms, out);
+}
+
+const void *rpcrdma_ep_peer_pdata(const struct rpcrdma_ep *ep, size_t *len)
+{
+	if (len)
+		*len = ep ? ep->peer_pdata_len : 0;
+	return ep ? ep->peer_pdata : NULL;
+}
+
+int rpcrdma_ep_connected(const struct rpcrdma_ep *ep)
+{
+	return ep ? ep->connected : 0;
+}
+
+void rpcrdma_ep_close(struct rpcrdma_ep *ep)
+{
+	if (ep)
+		ep->prov->ops->ep_close(ep);
+}
+
+int rpcrdma_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
+		   struct rpcrdma_mr **out)
+{
+	if (!p || !addr || !len || !out ||
+	    (access & ~(unsigned)(RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE)))
+		return -RPCRDMA_ERR_INVAL;
+	return p->ops->mr_reg(p, addr, len, access, out);
+}
+
+int rpcrdma_mr_dereg(struct rpcrdma_mr *mr)
+{
+	if (!mr)
+		return 0;
+	return mr->prov->ops->mr_dereg(mr);
+}
+
+static int sge_ok(const struct rpcrdma_sge *sge)
+{
+	return sge && sge->mr && (uint8_t *)sge->addr >= (uint8_t *)sge->mr->addr &&
+	       (size_t)((uint8_t *)sge->addr - (uint8_t *)sge->mr->addr) + sge->len <= sge->mr->len;
+}
+
+int rpcrdma_post_recv(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx)
+{
+	if (!ep || !sge_ok(sge))
+		return -RPCRDMA_ERR_INVAL;
+	return ep->prov->ops->post_recv(ep, sge, ctx);
+}
+
+int rpcrdma_post_send(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx)
+{
+	if (!ep || !sge_ok(sge))
+		return -RPCRDMA_ERR_INVAL;
+	return ep->prov->ops->post_send(ep, sge, ctx);
+}
+
+static int post_rma(struct rpcrdma_ep *ep, uint32_t op, const struct rpcrdma_sge *local,
+		    uint32_t nlocal, const struct rpcrdma_segment *remote, uint32_t nremote,
+		    void *ctx)
+{
+	uint64_t total;
+	uint32_t i;
+	int rc;
+
+	if (!ep)
+		return -RPCRDMA_ERR_INVAL;
+	rc = rpcrdma__rma_check(local, nlocal, remote, nremote, &total);
+	if (rc)
+		return rc;
+	for (i = 0; i < nlocal; i++)
+		if (!sge_ok(&local[i]))
+			return -RPCRDMA_ERR_INVAL;
+	return ep->prov->ops->post_rma(ep, op, local, nlocal, remote, nremote, ctx);
+}
+
+int rpcrdma_post_read(struct rpcrdma_ep *ep, const struct rpcrdma_sge *local, uint32_t nlocal,
+		      const struct rpcrdma_segment *remote, uint32_t nremote, void *ctx)
+{
+	return post_rma(ep, RPCRDMA_OP_READ, local, nlocal, remote, nremote, ctx);
+}
+
+int rpcrdma_post_write(struct rpcrdma_ep *ep, const struct rpcrdma_sge *local, uint32_t nlocal,
+		       const struct rpcrdma_segment *remote, uint32_t nremote, void *ctx)
+{
+	return post_rma(ep, RPCRDMA_OP_WRITE, local, nlocal, remote, nremote, ctx);
+}
+
+int rpcrdma_ep_poll(struct rpcrdma_ep *ep, struct rpcrdma_cqe *out, int max)
+{
+	if (!ep || !out || max <= 0)
+		return -RPCRDMA_ERR_INVAL;
+	return ep->prov->ops->poll(ep, out, max);
+}
+
+int rpcrdma_ep_wait(struct rpcrdma_ep *ep, int timeout_ms)
+{
+	if (!ep)
+		return -RPCRDMA_ERR_INVAL;
+	return ep->prov->ops->wait(ep, timeout_ms);
+}
+
+int rpcrdma_ep_fd(const struct rpcrdma_ep *ep)
+{
+	return ep ? ep->prov->ops->ep_fd(ep) : -1;
+}
+
+const char *rpcrdma_op_name(uint32_t op)
+{
+	switch (op) {
+	case RPCRDMA_OP_SEND: return "send";
+	case RPCRDMA_OP_RECV: return "recv";
+	case RPCRDMA_OP_READ: return "read";
+	case RPCRDMA_OP_WRITE: return "write";
+	case RPCRDMA_OP_DISCONNECT: return "disconnect";
+	default: return "unknown";
+	}
+}

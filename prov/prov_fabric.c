@@ -1,0 +1,1646 @@
+/* The libfabric provider: FI_EP_MSG (tcp, verbs, ...) natively, FI_EP_RDM (shm) with
+ * emulated connections. Nothing here is specific to one provider's name except the
+ * documented fact that shm does not check remote access (caps.enforces_access).
+ *
+ * Operations: each posted operation is a fab_op with one or more pieces (libfabric
+ * calls, each with its own fi_context2); RMA scatter lists are split into pieces so
+ * that no call exceeds one local and one remote segment. The op completes when all its
+ * pieces have, with the first error seen. Outstanding ops are linked so that a lost
+ * connection completes every one of them with -RPCRDMA_ERR_DISCONN.
+ *
+ * Emulated connections (RDM): a listener is an endpoint named "rpcrdma_<port>"; a
+ * client sends it a CONNREQ control message (its name and private data) and the
+ * listener answers from a new endpoint made for that connection (ACCEPT with its name
+ * and private data) or with REJECT. DISCONNECT tells the peer we are gone. Control
+ * messages use their own tag, and data uses directed receives from the peer only, so
+ * neither can be taken for the other. */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "prov_int.h"
+
+#define FAB_VERSION FI_VERSION(1, 17)
+#define TAG_DATA 0x5250435244415441ull  /* "RPCRDATA" */
+#define TAG_CTRL 0x52504352434f4e4eull  /* "RPCRCONN" */
+#define CTRL_MAGIC 0x5252434du
+#define CTRL_NAME_MAX 96
+#define CTRL_MAX (8 + CTRL_NAME_MAX + RPCRDMA_PDATA_MAX)
+#define CQ_BATCH 16
+#define DEPTH_CAP 1024u
+#define REJECT_MARK "RJCT"
+
+enum ctrl_type { CTRL_CONNREQ = 1, CTRL_ACCEPT, CTRL_REJECT, CTRL_DISCONNECT };
+
+struct fab_prov {
+	struct rpcrdma_prov base;
+	struct fi_info *info;        /* template for endpoints */
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	int rdm;
+	uint64_t mr_mode;
+	struct rpcrdma__keys keys;
+};
+
+struct fab_mr {
+	struct rpcrdma_mr base;
+	struct fid_mr *mr;
+	void *desc;
+	uint64_t key;
+};
+
+struct fab_op;
+
+struct fab_piece {
+	struct fi_context2 fctx;     /* first: libfabric's op_context points here */
+	struct fab_op *op;
+};
+
+struct fab_op {
+	struct fab_op *prev, *next;
+	void *ctx;
+	uint32_t opcode;
+	uint32_t len;
+	int status;
+	uint32_t pending;            /* pieces posted and not completed */
+	uint32_t npieces;
+	struct fab_piece pieces[];
+};
+
+/* Control message buffers (RDM only), one registration: a receive always posted, and
+ * one send at a time (ctrl_send waits for it; after a time-out the endpoint is closed
+ * before the buffer can be reused or freed). */
+struct fab_ctrl {
+	struct fi_context2 fctx;     /* the receive */
+	struct fi_context2 tx_fctx;
+	uint8_t buf[CTRL_MAX];
+	uint8_t tx[CTRL_MAX];
+	struct fab_mr *mr;
+};
+
+struct fab_ep {
+	struct rpcrdma_ep base;
+	struct fab_prov *fp;
+	struct fid_ep *ep;           /* NULL once the connection is gone */
+	struct fid_cq *cq;
+	struct fid_eq *eq;           /* MSG */
+	struct fid_av *av;           /* RDM */
+	fi_addr_t peer;              /* RDM: the peer's address; MSG: unused */
+	int epfd;                    /* epoll over the wait fds, or -1 */
+	struct fab_op *ops;          /* outstanding */
+	uint32_t tx_used, rx_used;
+	struct rpcrdma_cqe *stash;   /* completions found while not asked for them */
+	uint32_t stash_head, stash_n, stash_cap;
+	struct fab_ctrl ctrl;        /* RDM: control receive */
+};
+
+struct fab_listener {
+	struct rpcrdma_listener base;
+	struct fab_prov *fp;
+	struct fid_pep *pep;         /* MSG */
+	struct fid_eq *eq;           /* MSG */
+	struct fab_ep *lep;          /* RDM: the named endpoint */
+};
+
+struct fab_connreq {
+	struct rpcrdma_connreq base;
+	struct fab_listener *l;
+	struct fi_info *info;        /* MSG: from FI_CONNREQ */
+	char name[CTRL_NAME_MAX];    /* RDM: the client's endpoint name */
+	size_t name_len;
+};
+
+static const struct rpcrdma_prov_ops fab_ops;
+
+/* ---- errors ---- */
+
+static int map_err(int fi_err)
+{
+	switch (fi_err < 0 ? -fi_err : fi_err) {
+	case 0: return 0;
+	case FI_EAGAIN: return -RPCRDMA_ERR_AGAIN;
+	case FI_ENOMEM: return -RPCRDMA_ERR_NOMEM;
+	case FI_ETIMEDOUT: return -RPCRDMA_ERR_TIMEDOUT;
+	case FI_ECONNREFUSED: return -RPCRDMA_ERR_REFUSED;
+	case FI_ECANCELED:
+	case FI_ECONNRESET:
+	case FI_ECONNABORTED:
+	case FI_ENOTCONN:
+	case FI_ESHUTDOWN: return -RPCRDMA_ERR_DISCONN;
+	case FI_EACCES:
+	case FI_EKEYREJECTED:
+	case FI_EPERM: return -RPCRDMA_ERR_ACCESS;
+	case FI_EINVAL: return -RPCRDMA_ERR_INVAL;
+	case FI_EADDRNOTAVAIL:
+	case FI_EADDRINUSE:
+	case FI_ENODATA: return -RPCRDMA_ERR_ADDR;
+	default: return -RPCRDMA_ERR_IO;
+	}
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+	if (err && errlen)
+		snprintf(err, errlen, fmt, a, b);
+}
+
+/* ---- completions ---- */
+
+/* Cannot overflow: the stash is grown before each post to hold a completion for every
+ * outstanding op plus the disconnect event (stash_reserve). */
+static void stash_push(struct fab_ep *e, const struct rpcrdma_cqe *c)
+{
+	e->stash[(e->stash_head + e->stash_n++) % e->stash_cap] = *c;
+}
+
+/* Idle connections stay small: the stash grows with the number of outstanding ops. */
+static int stash_reserve(struct fab_ep *e, uint32_t more)
+{
+	uint32_t need = e->tx_used + e->rx_used + more + 2, cap, i;
+	struct rpcrdma_cqe *n;
+
+	if (need <= e->stash_cap)
+		return 0;
+	cap = e->stash_cap * 2 > need ? e->stash_cap * 2 : need;
+	n = malloc(cap * sizeof(*n));
+	if (!n)
+		return -RPCRDMA_ERR_NOMEM;
+	for (i = 0; i < e->stash_n; i++)
+		n[i] = e->stash[(e->stash_head + i) % e->stash_cap];
+	free(e->stash);
+	e->stash = n;
+	e->stash_cap = cap;
+	e->stash_head = 0;
+	return 0;
+}
+
+static int stash_pop(struct fab_ep *e, struct rpcrdma_cqe *out, int max)
+{
+	int n = 0;
+
+	while (n < max && e->stash_n) {
+		out[n++] = e->stash[e->stash_head];
+		e->stash_head = (e->stash_head + 1) % e->stash_cap;
+		e->stash_n--;
+	}
+	return n;
+}
+
+struct sink {
+	struct rpcrdma_cqe *out;
+	int max;
+	int n;
+};
+
+static void emit(struct fab_ep *e, struct sink *s, const struct rpcrdma_cqe *c)
+{
+	if (s && s->n < s->max)
+		s->out[s->n++] = *c;
+	else
+		stash_push(e, c);
+}
+
+static void op_link(struct fab_ep *e, struct fab_op *op)
+{
+	op->prev = NULL;
+	op->next = e->ops;
+	if (e->ops)
+		e->ops->prev = op;
+	e->ops = op;
+}
+
+static void op_unlink(struct fab_ep *e, struct fab_op *op)
+{
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		e->ops = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+}
+
+static void op_release_queue(struct fab_ep *e, const struct fab_op *op)
+{
+	if (op->opcode == RPCRDMA_OP_RECV)
+		e->rx_used -= op->npieces;
+	else
+		e->tx_used -= op->npieces;
+}
+
+static void op_finish(struct fab_ep *e, struct fab_op *op, struct sink *s)
+{
+	struct rpcrdma_cqe c = { op->ctx, op->opcode, op->len, op->status };
+
+	op_unlink(e, op);
+	op_release_queue(e, op);
+	free(op);
+	emit(e, s, &c);
+}
+
+static void piece_done(struct fab_ep *e, struct fab_piece *pc, int status, size_t len,
+		       struct sink *s)
+{
+	struct fab_op *op = pc->op;
+
+	if (status && !op->status)
+		op->status = status;
+	if (op->opcode == RPCRDMA_OP_RECV)
+		op->len = (uint32_t)len;
+	if (--op->pending == 0)
+		op_finish(e, op, s);
+}
+
+static void handle_ctrl(struct fab_ep *e, struct sink *s, size_t len);
+static void lose_connection(struct fab_ep *e, struct sink *s);
+
+static void cq_error(struct fab_ep *e, struct sink *s)
+{
+	struct fi_cq_err_entry err;
+
+	memset(&err, 0, sizeof(err));
+	if (fi_cq_readerr(e->cq, &err, 0) != 1)
+		return;
+	if (err.op_context == &e->ctrl.fctx || err.op_context == &e->ctrl.tx_fctx)
+		return;  /* control traffic of an endpoint being torn down */
+	piece_done(e, (struct fab_piece *)err.op_context, map_err(err.err), 0, s);
+}
+
+/* Read the CQ until it is empty; completions go to s first, the stash after. */
+static void cq_drain(struct fab_ep *e, struct sink *s)
+{
+	struct fi_cq_msg_entry ent[CQ_BATCH];
+	ssize_t n, i;
+
+	while (e->cq) {
+		n = fi_cq_read(e->cq, ent, CQ_BATCH);
+		if (n == -FI_EAVAIL) {
+			cq_error(e, s);
+			continue;
+		}
+		if (n <= 0)
+			return;
+		for (i = 0; i < n; i++) {
+			if (ent[i].op_context == &e->ctrl.fctx)
+				handle_ctrl(e, s, ent[i].len);
+			else if (ent[i].op_context == &e->ctrl.tx_fctx)
+				continue;  /* a control send finishing late */
+			else
+				piece_done(e, (struct fab_piece *)ent[i].op_context, 0, ent[i].len, s);
+		}
+	}
+}
+
+static void eq_check(struct fab_ep *e, struct sink *s)
+{
+	struct fi_eq_cm_entry ent;
+	uint32_t event;
+	ssize_t rc;
+
+	if (!e->eq || !e->ep)
+		return;
+	rc = fi_eq_read(e->eq, &event, &ent, sizeof(ent), 0);
+	if (rc == -FI_EAVAIL) {
+		struct fi_eq_err_entry err;
+
+		memset(&err, 0, sizeof(err));
+		fi_eq_readerr(e->eq, &err, 0);
+		lose_connection(e, s);
+	} else if (rc >= 0 && event == FI_SHUTDOWN) {
+		lose_connection(e, s);
+	}
+}
+
+/* The connection is gone: let libfabric finish what it can, close the endpoint so it
+ * touches nothing more, then complete everything still outstanding with DISCONN. */
+static void lose_connection(struct fab_ep *e, struct sink *s)
+{
+	struct rpcrdma_cqe ev = { NULL, RPCRDMA_OP_DISCONNECT, 0, -RPCRDMA_ERR_DISCONN };
+
+	if (!e->ep)
+		return;
+	e->base.connected = 0;
+	cq_drain(e, s);
+	fi_close(&e->ep->fid);
+	e->ep = NULL;
+	cq_drain(e, s);
+	emit(e, s, &ev);
+	while (e->ops) {
+		e->ops->status = -RPCRDMA_ERR_DISCONN;
+		op_finish(e, e->ops, s);
+	}
+}
+
+/* ---- endpoints: creation ---- */
+
+static int add_wait_fd(struct fab_ep *e, struct fid *fid)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd;
+
+	if (fi_control(fid, FI_GETWAIT, &fd))
+		return -1;
+	ev.data.fd = fd;
+	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int open_cq(struct fab_ep *e)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD };
+
+	attr.size = e->fp->base.caps.tx_depth + e->fp->base.caps.rx_depth + 8;
+	if (e->fp->base.caps.has_fd && fi_cq_open(e->fp->domain, &attr, &e->cq, e) == 0)
+		return 0;
+	attr.wait_obj = FI_WAIT_NONE;
+	return map_err(fi_cq_open(e->fp->domain, &attr, &e->cq, e));
+}
+
+static struct fab_ep *ep_alloc(struct fab_prov *fp)
+{
+	struct fab_ep *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->base.prov = &fp->base;
+	e->fp = fp;
+	e->epfd = -1;
+	e->stash_cap = 4;
+	e->stash = calloc(e->stash_cap, sizeof(*e->stash));
+	if (!e->stash) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+static void ep_free(struct fab_ep *e)
+{
+	while (e->ops) {
+		struct fab_op *op = e->ops;
+
+		op_unlink(e, op);
+		free(op);
+	}
+	if (e->ep)
+		fi_close(&e->ep->fid);
+	if (e->ctrl.mr)
+		rpcrdma_mr_dereg(&e->ctrl.mr->base);
+	if (e->av)
+		fi_close(&e->av->fid);
+	if (e->cq)
+		fi_close(&e->cq->fid);
+	if (e->eq)
+		fi_close(&e->eq->fid);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	free(e->stash);
+	free(e);
+}
+
+/* Endpoint, CQ and (MSG) EQ or (RDM) AV, bound and enabled; the wait fds in an epoll.
+ * name (RDM listeners) is set as the endpoint's address before it is enabled. */
+static int ep_open(struct fab_prov *fp, struct fi_info *info, const char *name,
+		   struct fab_ep **out)
+{
+	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_FD };
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	struct fab_ep *e = ep_alloc(fp);
+	int rc;
+
+	if (!e)
+		return -RPCRDMA_ERR_NOMEM;
+	rc = open_cq(e);
+	if (rc)
+		goto out_free;
+	rc = map_err(fi_endpoint(fp->domain, info, &e->ep, e));
+	if (rc)
+		goto out_free;
+	rc = map_err(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV));
+	if (rc)
+		goto out_free;
+	if (fp->rdm) {
+		rc = map_err(fi_av_open(fp->domain, &ava, &e->av, NULL));
+		if (!rc)
+			rc = map_err(fi_ep_bind(e->ep, &e->av->fid, 0));
+	} else {
+		rc = map_err(fi_eq_open(fp->fabric, &eqa, &e->eq, NULL));
+		if (!rc)
+			rc = map_err(fi_ep_bind(e->ep, &e->eq->fid, 0));
+	}
+	if (!rc && name)
+		rc = map_err(fi_setname(&e->ep->fid, (void *)name, strlen(name) + 1));
+	if (rc)
+		goto out_free;
+	rc = map_err(fi_enable(e->ep));
+	if (rc)
+		goto out_free;
+	if (fp->base.caps.has_fd) {
+		e->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (e->epfd < 0 || add_wait_fd(e, &e->cq->fid) ||
+		    (e->eq && add_wait_fd(e, &e->eq->fid))) {
+			rc = -RPCRDMA_ERR_IO;
+			goto out_free;
+		}
+	}
+	*out = e;
+	return 0;
+out_free:
+	ep_free(e);
+	return rc;
+}
+
+/* ---- waiting ---- */
+
+static void backoff(unsigned *spins)
+{
+	struct timespec ts = { 0, 0 };
+
+	if (++*spins < 64) {
+		sched_yield();
+		return;
+	}
+	ts.tv_nsec = *spins < 1024 ? 20000 : 200000;
+	nanosleep(&ts, NULL);
+}
+
+static int fd_wait(struct fab_ep *e, int timeout_ms)
+{
+	struct fid *fids[2] = { &e->cq->fid, e->eq ? &e->eq->fid : NULL };
+	struct epoll_event ev;
+	int n;
+
+	if (fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) != FI_SUCCESS)
+		return 0;
+	do
+		n = epoll_wait(e->epfd, &ev, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	return n > 0 ? 0 : -RPCRDMA_ERR_TIMEDOUT;
+}
+
+static int fab_wait(struct rpcrdma_ep *base, int timeout_ms)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+	unsigned spins = 0;
+
+	for (;;) {
+		cq_drain(e, NULL);
+		eq_check(e, NULL);
+		if (e->stash_n)
+			return 0;
+		if (!e->ep)
+			return -RPCRDMA_ERR_DISCONN;
+		if (rpcrdma__now_ms() >= deadline)
+			return -RPCRDMA_ERR_TIMEDOUT;
+		if (e->epfd >= 0) {
+			int64_t left = deadline - rpcrdma__now_ms();
+
+			if (fd_wait(e, left > 100 ? 100 : (int)(left < 0 ? 0 : left)) == 0)
+				continue;
+		} else {
+			backoff(&spins);
+		}
+	}
+}
+
+static int fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+	struct sink s = { out, max, 0 };
+
+	s.n = stash_pop(e, out, max);
+	if (s.n < max) {
+		cq_drain(e, &s);
+		if (s.n == 0)
+			eq_check(e, &s);
+	}
+	return s.n;
+}
+
+static int fab_ep_fd(const struct rpcrdma_ep *base)
+{
+	return ((const struct fab_ep *)base)->epfd;
+}
+
+/* ---- posting ---- */
+
+static struct fab_op *op_new(uint32_t opcode, uint32_t npieces, void *ctx)
+{
+	struct fab_op *op = calloc(1, sizeof(*op) + npieces * sizeof(struct fab_piece));
+	uint32_t i;
+
+	if (!op)
+		return NULL;
+	op->ctx = ctx;
+	op->opcode = opcode;
+	op->npieces = npieces;
+	for (i = 0; i < npieces; i++)
+		op->pieces[i].op = op;
+	return op;
+}
+
+/* Retry a post that found libfabric's queue full, driving progress meanwhile. */
+#define POST_RETRY(e, rc, call)                                                     \
+	do {                                                                        \
+		unsigned spins_ = 0;                                                \
+		while (((rc) = (call)) == -FI_EAGAIN && (e)->ep) {                  \
+			cq_drain((e), NULL);                                        \
+			backoff(&spins_);                                           \
+		}                                                                   \
+	} while (0)
+
+static int queue_room(struct fab_ep *e, uint32_t opcode, uint32_t n)
+{
+	const struct rpcrdma_prov_caps *c = &e->fp->base.caps;
+
+	if (!e->ep)
+		return -RPCRDMA_ERR_DISCONN;
+	if (opcode == RPCRDMA_OP_RECV && e->rx_used + n > c->rx_depth)
+		return -RPCRDMA_ERR_AGAIN;
+	if (opcode != RPCRDMA_OP_RECV && e->tx_used + n > c->tx_depth)
+		return -RPCRDMA_ERR_AGAIN;
+	return stash_reserve(e, n);
+}
+
+static void *sge_desc(const struct rpcrdma_sge *sge)
+{
+	return ((struct fab_mr *)sge->mr)->desc;
+}
+
+static int post_one(struct fab_ep *e, uint32_t opcode, const struct rpcrdma_sge *sge, void *ctx)
+{
+	struct fab_op *op;
+	ssize_t rc;
+	int room = queue_room(e, opcode, 1);
+
+	if (room)
+		return room;
+	op = op_new(opcode, 1, ctx);
+	if (!op)
+		return -RPCRDMA_ERR_NOMEM;
+	if (opcode == RPCRDMA_OP_RECV && e->fp->rdm)
+		POST_RETRY(e, rc, fi_trecv(e->ep, sge->addr, sge->len, sge_desc(sge), e->peer,
+					   TAG_DATA, 0, &op->pieces[0].fctx));
+	else if (opcode == RPCRDMA_OP_RECV)
+		POST_RETRY(e, rc, fi_recv(e->ep, sge->addr, sge->len, sge_desc(sge), 0,
+					  &op->pieces[0].fctx));
+	else if (e->fp->rdm)
+		POST_RETRY(e, rc, fi_tsend(e->ep, sge->addr, sge->len, sge_desc(sge), e->peer,
+					   TAG_DATA, &op->pieces[0].fctx));
+	else
+		POST_RETRY(e, rc, fi_send(e->ep, sge->addr, sge->len, sge_desc(sge), 0,
+					  &op->pieces[0].fctx));
+	if (rc) {
+		free(op);
+		return e->ep ? map_err((int)rc) : -RPCRDMA_ERR_DISCONN;
+	}
+	op->pending = 1;
+	op->len = opcode == RPCRDMA_OP_SEND ? sge->len : 0;
+	op_link(e, op);
+	if (opcode == RPCRDMA_OP_RECV)
+		e->rx_used++;
+	else
+		e->tx_used++;
+	return 0;
+}
+
+static int fab_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
+{
+	return post_one((struct fab_ep *)base, RPCRDMA_OP_RECV, sge, ctx);
+}
+
+static int fab_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
+{
+	return post_one((struct fab_ep *)base, RPCRDMA_OP_SEND, sge, ctx);
+}
+
+/* Pieces needed to pair nlocal local pieces with nremote remote segments. */
+static uint32_t count_pieces(const struct rpcrdma_sge *l, uint32_t nl,
+			     const struct rpcrdma_segment *r, uint32_t nr)
+{
+	uint32_t li = 0, ri = 0, lo = 0, ro = 0, n = 0;
+
+	while (li < nl && ri < nr) {
+		uint32_t step = l[li].len - lo < r[ri].length - ro ? l[li].len - lo : r[ri].length - ro;
+
+		n++;
+		lo += step;
+		ro += step;
+		if (lo == l[li].len) {
+			li++;
+			lo = 0;
+		}
+		if (ro == r[ri].length) {
+			ri++;
+			ro = 0;
+		}
+	}
+	return n;
+}
+
+static ssize_t rma_piece(struct fab_ep *e, uint32_t opcode, void *laddr, size_t len, void *desc,
+			 uint64_t raddr, uint64_t key, void *fctx)
+{
+	ssize_t rc;
+
+	if (opcode == RPCRDMA_OP_READ)
+		POST_RETRY(e, rc, fi_read(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
+	else
+		POST_RETRY(e, rc, fi_write(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
+	return rc;
+}
+
+/* Post each piece; after a failure the posted ones still complete, and the op then
+ * reports the failure. */
+static int post_pieces(struct fab_ep *e, struct fab_op *op, const struct rpcrdma_sge *l,
+		       uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr)
+{
+	uint32_t li = 0, ri = 0, lo = 0, ro = 0, k = 0;
+
+	while (li < nl && ri < nr) {
+		uint32_t step = l[li].len - lo < r[ri].length - ro ? l[li].len - lo : r[ri].length - ro;
+		ssize_t rc = rma_piece(e, op->opcode, (uint8_t *)l[li].addr + lo, step,
+				       sge_desc(&l[li]), r[ri].offset + ro, r[ri].handle,
+				       &op->pieces[k].fctx);
+
+		if (rc) {
+			op->status = e->ep ? map_err((int)rc) : -RPCRDMA_ERR_DISCONN;
+			break;
+		}
+		op->pending++;
+		k++;
+		lo += step;
+		ro += step;
+		if (lo == l[li].len) {
+			li++;
+			lo = 0;
+		}
+		if (ro == r[ri].length) {
+			ri++;
+			ro = 0;
+		}
+	}
+	return (int)k;
+}
+
+/* The op is linked and holds a "posting" reference while its pieces are posted: posting
+ * may drive progress (queue full), and pieces already posted may complete meanwhile. */
+static int fab_post_rma(struct rpcrdma_ep *base, uint32_t opcode, const struct rpcrdma_sge *l,
+			uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr, void *ctx)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+	uint32_t n = count_pieces(l, nl, r, nr), i;
+	struct fab_op *op;
+	int rc = queue_room(e, opcode, n), posted;
+
+	if (rc)
+		return rc;
+	op = op_new(opcode, n, ctx);
+	if (!op)
+		return -RPCRDMA_ERR_NOMEM;
+	for (i = 0; i < nl; i++)
+		op->len += l[i].len;
+	op_link(e, op);
+	e->tx_used += n;
+	op->pending = 1;
+	posted = post_pieces(e, op, l, nl, r, nr);
+	e->tx_used -= n - (uint32_t)posted;
+	op->npieces = (uint32_t)posted;
+	if (posted == 0) {
+		rc = op->status;
+		op_unlink(e, op);
+		free(op);
+		return rc;
+	}
+	if (--op->pending == 0)
+		op_finish(e, op, NULL);
+	return 0;
+}
+
+/* ---- memory ---- */
+
+static uint64_t fi_access(unsigned access)
+{
+	uint64_t a = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+
+	if (access & RPCRDMA_ACC_REMOTE_READ)
+		a |= FI_REMOTE_READ;
+	if (access & RPCRDMA_ACC_REMOTE_WRITE)
+		a |= FI_REMOTE_WRITE;
+	return a;
+}
+
+static int reg_with_our_key(struct fab_prov *fp, struct fab_mr *m, uint64_t access)
+{
+	int tries, rc = -FI_ENOKEY;
+
+	for (tries = 0; tries < 16 && rc == -FI_ENOKEY; tries++) {
+		m->key = rpcrdma__key_new(&fp->keys);
+		rc = fi_mr_reg(fp->domain, m->base.addr, m->base.len, access, 0, m->key, 0, &m->mr,
+			       NULL);
+	}
+	return map_err(rc);
+}
+
+static int reg_with_prov_key(struct fab_prov *fp, struct fab_mr *m, uint64_t access)
+{
+	int rc = fi_mr_reg(fp->domain, m->base.addr, m->base.len, access, 0, 0, 0, &m->mr, NULL);
+
+	if (rc)
+		return map_err(rc);
+	m->key = fi_mr_key(m->mr);
+	if (m->key > UINT32_MAX) {
+		fi_close(&m->mr->fid);
+		return -RPCRDMA_ERR_RANGE;  /* RFC 5666 §2: handles are 32 bits */
+	}
+	return 0;
+}
+
+static int fab_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
+		      struct rpcrdma_mr **out)
+{
+	struct fab_prov *fp = (struct fab_prov *)p;
+	struct fab_mr *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (!m)
+		return -RPCRDMA_ERR_NOMEM;
+	m->base.addr = addr;
+	m->base.len = len;
+	m->base.access = access;
+	m->base.prov = p;
+	if (fp->mr_mode & FI_MR_PROV_KEY)
+		rc = reg_with_prov_key(fp, m, fi_access(access));
+	else
+		rc = reg_with_our_key(fp, m, fi_access(access));
+	if (rc) {
+		free(m);
+		return rc;
+	}
+	m->desc = fi_mr_desc(m->mr);
+	m->base.handle = (uint32_t)m->key;
+	m->base.offset = (fp->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)addr : 0;
+	*out = &m->base;
+	return 0;
+}
+
+static int fab_mr_dereg(struct rpcrdma_mr *base)
+{
+	struct fab_mr *m = (struct fab_mr *)base;
+	struct fab_prov *fp = (struct fab_prov *)base->prov;
+	int rc = map_err(fi_close(&m->mr->fid));
+
+	if (!(fp->mr_mode & FI_MR_PROV_KEY))
+		rpcrdma__key_release(&fp->keys, (uint32_t)m->key);
+	free(m);
+	return rc;
+}
+
+/* ---- MSG connections ---- */
+
+static void port_str(uint16_t port, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u", port);
+}
+
+static struct fi_info *addr_info(struct fab_prov *fp, const char *host, uint16_t port,
+				 uint64_t flags, int *rc)
+{
+	struct fi_info *hints = fi_dupinfo(fp->info), *info = NULL;
+	char ps[8];
+
+	if (!hints) {
+		*rc = -RPCRDMA_ERR_NOMEM;
+		return NULL;
+	}
+	free(hints->src_addr);
+	free(hints->dest_addr);
+	hints->src_addr = hints->dest_addr = NULL;
+	hints->src_addrlen = hints->dest_addrlen = 0;
+	hints->addr_format = FI_FORMAT_UNSPEC;
+	free(hints->fabric_attr->name);
+	hints->fabric_attr->name = NULL;
+	free(hints->domain_attr->name);
+	hints->domain_attr->name = NULL;
+	port_str(port, ps, sizeof(ps));
+	*rc = map_err(fi_getinfo(FAB_VERSION, host, ps, flags, hints, &info));
+	if (*rc == -RPCRDMA_ERR_INVAL || *rc == -RPCRDMA_ERR_IO)
+		*rc = -RPCRDMA_ERR_ADDR;
+	fi_freeinfo(hints);
+	return info;
+}
+
+static uint16_t sockaddr_port(const void *sa)
+{
+	const struct sockaddr *s = sa;
+
+	if (s->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	if (s->sa_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return 0;
+}
+
+static int msg_listen(struct fab_prov *fp, const char *host, uint16_t port,
+		      struct fab_listener *l)
+{
+	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_FD };
+	struct sockaddr_storage ss;
+	size_t sslen = sizeof(ss);
+	struct fi_info *info;
+	int rc;
+
+	info = addr_info(fp, host ? host : "0.0.0.0", port, FI_SOURCE, &rc);
+	if (!info)
+		return rc;
+	rc = map_err(fi_passive_ep(fp->fabric, info, &l->pep, l));
+	fi_freeinfo(info);
+	if (rc)
+		return rc;
+	rc = map_err(fi_eq_open(fp->fabric, &eqa, &l->eq, NULL));
+	if (!rc)
+		rc = map_err(fi_pep_bind(l->pep, &l->eq->fid, 0));
+	if (!rc)
+		rc = map_err(fi_listen(l->pep));
+	if (!rc && fi_getname(&l->pep->fid, &ss, &sslen) == 0)
+		l->base.port = sockaddr_port(&ss);
+	return rc == -RPCRDMA_ERR_IO ? -RPCRDMA_ERR_ADDR : rc;
+}
+
+static int eq_wait(struct fid_eq *eq, int timeout_ms, uint32_t *event, void *buf, size_t len,
+		   struct fi_eq_err_entry *err)
+{
+	ssize_t rc = fi_eq_sread(eq, event, buf, len, timeout_ms, 0);
+
+	if (rc == -FI_EAVAIL) {
+		memset(err, 0, sizeof(*err));
+		fi_eq_readerr(eq, err, 0);
+		return map_err(err->err ? err->err : FI_EIO);
+	}
+	if (rc == -FI_EAGAIN || rc == -FI_ETIMEDOUT)
+		return -RPCRDMA_ERR_TIMEDOUT;
+	return rc < 0 ? map_err((int)rc) : (int)rc;
+}
+
+static void copy_pdata(uint8_t *dst, size_t *dlen, const void *src, size_t len)
+{
+	*dlen = len > RPCRDMA_PDATA_MAX ? RPCRDMA_PDATA_MAX : len;
+	if (*dlen)
+		memcpy(dst, src, *dlen);
+}
+
+static int msg_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r)
+{
+	struct {
+		struct fi_eq_cm_entry ent;
+		uint8_t data[256];
+	} buf;
+	struct fi_eq_err_entry err;
+	uint32_t event;
+	int rc = eq_wait(l->eq, timeout_ms, &event, &buf, sizeof(buf), &err);
+
+	if (rc < 0)
+		return rc;
+	if (event != FI_CONNREQ)
+		return -RPCRDMA_ERR_AGAIN;
+	r->info = buf.ent.info;
+	copy_pdata(r->base.pdata, &r->base.pdata_len, buf.data,
+		   (size_t)rc > sizeof(buf.ent) ? (size_t)rc - sizeof(buf.ent) : 0);
+	return 0;
+}
+
+/* Wait for FI_CONNECTED on the endpoint's EQ; its data is the peer's private data. */
+static int msg_wait_connected(struct fab_ep *e, int timeout_ms)
+{
+	struct {
+		struct fi_eq_cm_entry ent;
+		uint8_t data[256];
+	} buf;
+	struct fi_eq_err_entry err;
+	uint32_t event;
+	int rc = eq_wait(e->eq, timeout_ms, &event, &buf, sizeof(buf), &err);
+
+	if (rc == -RPCRDMA_ERR_REFUSED && err.err_data_size > 0)
+		return -RPCRDMA_ERR_REJECTED;
+	if (rc < 0)
+		return rc;
+	if (event != FI_CONNECTED)
+		return -RPCRDMA_ERR_DISCONN;
+	copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, buf.data,
+		   (size_t)rc > sizeof(buf.ent) ? (size_t)rc - sizeof(buf.ent) : 0);
+	e->base.connected = 1;
+	return 0;
+}
+
+static int msg_accept(struct fab_connreq *r, const void *pdata, size_t len, int timeout_ms,
+		      struct fab_ep **out)
+{
+	struct fab_ep *e;
+	int rc = ep_open(r->l->fp, r->info, NULL, &e);
+
+	if (rc) {
+		fi_reject(r->l->pep, r->info->handle, REJECT_MARK, 4);
+		return rc;
+	}
+	rc = map_err(fi_accept(e->ep, pdata, len));
+	if (!rc)
+		rc = msg_wait_connected(e, timeout_ms);
+	if (rc) {
+		ep_free(e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
+static int msg_connect(struct fab_prov *fp, const char *host, uint16_t port, const void *pdata,
+		       size_t len, int timeout_ms, struct fab_ep **out)
+{
+	struct fi_info *info;
+	struct fab_ep *e;
+	int rc;
+
+	info = addr_info(fp, host, port, 0, &rc);
+	if (!info)
+		return rc;
+	rc = ep_open(fp, info, NULL, &e);
+	if (!rc) {
+		rc = map_err(fi_connect(e->ep, info->dest_addr, pdata, len));
+		if (!rc)
+			rc = msg_wait_connected(e, timeout_ms);
+		if (rc)
+			ep_free(e);
+	}
+	fi_freeinfo(info);
+	if (!rc)
+		*out = e;
+	return rc;
+}
+
+/* ---- RDM (emulated) connections ---- */
+
+struct ctrl_view {
+	uint32_t type;
+	const uint8_t *name;
+	size_t name_len;
+	const uint8_t *pdata;
+	size_t pdata_len;
+};
+
+static size_t ctrl_encode(uint8_t *buf, uint32_t type, const void *name, size_t name_len,
+			  const void *pdata, size_t pdata_len)
+{
+	buf[0] = (uint8_t)(CTRL_MAGIC >> 24);
+	buf[1] = (uint8_t)(CTRL_MAGIC >> 16);
+	buf[2] = (uint8_t)(CTRL_MAGIC >> 8);
+	buf[3] = (uint8_t)CTRL_MAGIC;
+	buf[4] = (uint8_t)type;
+	buf[5] = (uint8_t)name_len;
+	buf[6] = (uint8_t)pdata_len;
+	buf[7] = 0;
+	if (name_len)
+		memcpy(buf + 8, name, name_len);
+	if (pdata_len)
+		memcpy(buf + 8 + name_len, pdata, pdata_len);
+	return 8 + name_len + pdata_len;
+}
+
+/* Control messages come from peers we do not trust more than any other: checked. */
+static int ctrl_decode(const uint8_t *buf, size_t len, struct ctrl_view *v)
+{
+	if (len < 8 || buf[0] != (uint8_t)(CTRL_MAGIC >> 24) || buf[1] != (uint8_t)(CTRL_MAGIC >> 16) ||
+	    buf[2] != (uint8_t)(CTRL_MAGIC >> 8) || buf[3] != (uint8_t)CTRL_MAGIC)
+		return -1;
+	v->type = buf[4];
+	v->name_len = buf[5];
+	v->pdata_len = buf[6];
+	if (v->name_len > CTRL_NAME_MAX || v->pdata_len > RPCRDMA_PDATA_MAX ||
+	    8 + v->name_len + v->pdata_len > len)
+		return -1;
+	v->name = buf + 8;
+	v->pdata = buf + 8 + v->name_len;
+	return 0;
+}
+
+static int ctrl_post_recv(struct fab_ep *e)
+{
+	ssize_t rc;
+
+	POST_RETRY(e, rc, fi_trecv(e->ep, e->ctrl.buf, CTRL_MAX, e->ctrl.mr->desc, FI_ADDR_UNSPEC,
+				   TAG_CTRL, 0, &e->ctrl.fctx));
+	return map_err((int)rc);
+}
+
+static int ctrl_setup(struct fab_ep *e)
+{
+	struct rpcrdma_mr *mr;
+	int rc = fab_mr_reg(&e->fp->base, &e->ctrl, sizeof(e->ctrl), RPCRDMA_ACC_LOCAL, &mr);
+
+	if (rc)
+		return rc;
+	e->ctrl.mr = (struct fab_mr *)mr;
+	return ctrl_post_recv(e);
+}
+
+/* Read and dispatch one completion (driving progress); 1 if it was the one wanted. */
+static int ctrl_progress(struct fab_ep *e, const void *want)
+{
+	struct fi_cq_msg_entry ent;
+	ssize_t n = fi_cq_read(e->cq, &ent, 1);
+
+	if (n == 1 && ent.op_context == want)
+		return 1;
+	if (n == 1 && ent.op_context == &e->ctrl.fctx)
+		handle_ctrl(e, NULL, ent.len);
+	else if (n == 1 && ent.op_context != &e->ctrl.tx_fctx)
+		piece_done(e, (struct fab_piece *)ent.op_context, 0, ent.len, NULL);
+	else if (n == -FI_EAVAIL)
+		cq_error(e, NULL);
+	return 0;
+}
+
+/* Send one control message and wait (bounded) for it to leave; other completions met
+ * meanwhile are handled as usual. */
+static int ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const void *pdata,
+		     size_t plen, int timeout_ms)
+{
+	int64_t deadline = rpcrdma__now_ms() + timeout_ms;
+	uint8_t name[CTRL_NAME_MAX];
+	size_t name_len = sizeof(name), len;
+	unsigned spins = 0;
+	int rc, done = 0;
+
+	if (fi_getname(&e->ep->fid, name, &name_len) || name_len > CTRL_NAME_MAX)
+		name_len = 0;
+	len = ctrl_encode(e->ctrl.tx, type, name, name_len, pdata, plen);
+	for (;;) {
+		rc = (int)fi_tsend(e->ep, e->ctrl.tx, len, e->ctrl.mr->desc, to, TAG_CTRL,
+				   &e->ctrl.tx_fctx);
+		if (rc != -FI_EAGAIN || !e->ep || rpcrdma__now_ms() >= deadline)
+			break;
+		ctrl_progress(e, NULL);
+		backoff(&spins);
+	}
+	rc = rc == -FI_EAGAIN ? -RPCRDMA_ERR_TIMEDOUT : map_err(rc);
+	while (!rc && !done && e->ep && rpcrdma__now_ms() < deadline)
+		done = ctrl_progress(e, &e->ctrl.tx_fctx);
+	if (!rc && !done)
+		rc = e->ep ? -RPCRDMA_ERR_TIMEDOUT : -RPCRDMA_ERR_DISCONN;
+	return rc;
+}
+
+static void handle_ctrl(struct fab_ep *e, struct sink *s, size_t len)
+{
+	struct ctrl_view v;
+
+	if (ctrl_decode(e->ctrl.buf, len, &v) == 0 && v.type == CTRL_DISCONNECT &&
+	    e->base.connected) {
+		lose_connection(e, s);
+		return;
+	}
+	if (e->ep)
+		ctrl_post_recv(e);
+}
+
+static int av_insert_name(struct fab_ep *e, const void *name, fi_addr_t *out)
+{
+	char buf[CTRL_NAME_MAX + 1];
+	size_t n = strnlen(name, CTRL_NAME_MAX);  /* names from the wire are bounded */
+
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	return fi_av_insert(e->av, buf, 1, out, 0, NULL) == 1 ? 0 : -RPCRDMA_ERR_ADDR;
+}
+
+/* The listener's address is a fixed function of the port, set on its endpoint
+ * (fi_setname), so that a client needs only the port, as with TCP. */
+static void rdm_listener_name(uint16_t port, char *buf, size_t len)
+{
+	snprintf(buf, len, "fi_shm://rpcrdma_%u", port);
+}
+
+static int rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l)
+{
+	struct fi_info *info;
+	char name[40];
+	int rc = 0, tries;
+
+	for (tries = 0; tries < 32; tries++) {
+		uint16_t p = port ? port : (uint16_t)(49152 + rpcrdma__key_new(&fp->keys) % 16384);
+
+		rdm_listener_name(p, name, sizeof(name));
+		info = fi_dupinfo(fp->info);
+		if (!info)
+			return -RPCRDMA_ERR_NOMEM;
+		rc = ep_open(fp, info, name, &l->lep);
+		fi_freeinfo(info);
+		if (!rc) {
+			l->base.port = p;
+			break;
+		}
+		if (port)
+			return rc == -RPCRDMA_ERR_IO ? -RPCRDMA_ERR_ADDR : rc;
+	}
+	if (rc)
+		return rc;
+	l->lep->base.connected = 1;
+	return ctrl_setup(l->lep);
+}
+
+static int rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r)
+{
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+	struct fab_ep *e = l->lep;
+	struct fi_cq_msg_entry ent;
+	unsigned spins = 0;
+	struct ctrl_view v;
+
+	for (;;) {
+		ssize_t n = fi_cq_read(e->cq, &ent, 1);
+
+		if (n == 1 && ent.op_context == &e->ctrl.fctx) {
+			int ok = ctrl_decode(e->ctrl.buf, ent.len, &v) == 0 && v.type == CTRL_CONNREQ &&
+				 v.name_len > 0;
+
+			if (ok) {
+				memcpy(r->name, v.name, v.name_len);
+				r->name_len = v.name_len;
+				copy_pdata(r->base.pdata, &r->base.pdata_len, v.pdata, v.pdata_len);
+			}
+			ctrl_post_recv(e);
+			if (ok)
+				return 0;
+		} else if (n == -FI_EAVAIL) {
+			cq_error(e, NULL);
+		}
+		if (rpcrdma__now_ms() >= deadline)
+			return -RPCRDMA_ERR_TIMEDOUT;
+		backoff(&spins);
+	}
+}
+
+static int rdm_new_ep(struct fab_prov *fp, struct fab_ep **out)
+{
+	struct fi_info *info = fi_dupinfo(fp->info);
+	int rc;
+
+	if (!info)
+		return -RPCRDMA_ERR_NOMEM;
+	rc = ep_open(fp, info, NULL, out);
+	fi_freeinfo(info);
+	if (!rc)
+		rc = ctrl_setup(*out);
+	if (rc && *out) {
+		ep_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static int rdm_accept(struct fab_connreq *r, const void *pdata, size_t len, int timeout_ms,
+		      struct fab_ep **out)
+{
+	struct fab_ep *e = NULL;
+	int rc = rdm_new_ep(r->l->fp, &e);
+
+	if (!rc)
+		rc = av_insert_name(e, r->name, &e->peer);
+	if (!rc)
+		rc = ctrl_send(e, e->peer, CTRL_ACCEPT, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms);
+	if (rc) {
+		if (e)
+			ep_free(e);
+		return rc;
+	}
+	e->base.connected = 1;
+	*out = e;
+	return 0;
+}
+
+static void rdm_reject(struct fab_connreq *r, const void *pdata, size_t len)
+{
+	fi_addr_t to;
+
+	if (av_insert_name(r->l->lep, r->name, &to) == 0)
+		ctrl_send(r->l->lep, to, CTRL_REJECT, pdata ? pdata : REJECT_MARK, pdata ? len : 4, 1000);
+}
+
+static int rdm_wait_answer(struct fab_ep *e, int timeout_ms, struct ctrl_view *v, size_t *len)
+{
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+	struct fi_cq_msg_entry ent;
+	unsigned spins = 0;
+
+	for (;;) {
+		ssize_t n = fi_cq_read(e->cq, &ent, 1);
+
+		if (n == 1 && ent.op_context == &e->ctrl.fctx &&
+		    ctrl_decode(e->ctrl.buf, ent.len, v) == 0 &&
+		    (v->type == CTRL_ACCEPT || v->type == CTRL_REJECT)) {
+			*len = ent.len;
+			return 0;
+		}
+		if (n == 1 && ent.op_context == &e->ctrl.fctx)
+			ctrl_post_recv(e);
+		else if (n == -FI_EAVAIL)
+			cq_error(e, NULL);
+		if (rpcrdma__now_ms() >= deadline)
+			return -RPCRDMA_ERR_TIMEDOUT;
+		backoff(&spins);
+	}
+}
+
+static int rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, size_t len,
+		       int timeout_ms, struct fab_ep **out)
+{
+	struct fab_ep *e = NULL;
+	struct ctrl_view v;
+	fi_addr_t listener;
+	char name[40];
+	size_t mlen;
+	int rc = rdm_new_ep(fp, &e);
+
+	if (rc)
+		return rc;
+	rdm_listener_name(port, name, sizeof(name));
+	rc = av_insert_name(e, name, &listener);
+	if (!rc)
+		rc = ctrl_send(e, listener, CTRL_CONNREQ, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms);
+	if (rc == -RPCRDMA_ERR_TIMEDOUT)
+		rc = -RPCRDMA_ERR_REFUSED;  /* nobody took our request off the wire */
+	if (!rc)
+		rc = rdm_wait_answer(e, timeout_ms, &v, &mlen);
+	if (!rc && v.type == CTRL_REJECT)
+		rc = -RPCRDMA_ERR_REJECTED;
+	if (!rc)
+		rc = av_insert_name(e, v.name, &e->peer);
+	if (rc) {
+		ep_free(e);
+		return rc;
+	}
+	copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, v.pdata, v.pdata_len);
+	ctrl_post_recv(e);
+	e->base.connected = 1;
+	*out = e;
+	return 0;
+}
+
+/* ---- ops table glue ---- */
+
+static int fab_listen(struct rpcrdma_prov *p, const char *host, uint16_t port,
+		      struct rpcrdma_listener **out)
+{
+	struct fab_prov *fp = (struct fab_prov *)p;
+	struct fab_listener *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return -RPCRDMA_ERR_NOMEM;
+	l->base.prov = p;
+	l->fp = fp;
+	rc = fp->rdm ? rdm_listen(fp, port, l) : msg_listen(fp, host, port, l);
+	if (rc) {
+		fab_ops.listener_close(&l->base);
+		return rc;
+	}
+	*out = &l->base;
+	return 0;
+}
+
+static int fab_listener_fd(const struct rpcrdma_listener *base)
+{
+	const struct fab_listener *l = (const struct fab_listener *)base;
+	int fd;
+
+	if (l->eq && fi_control(&l->eq->fid, FI_GETWAIT, &fd) == 0)
+		return fd;
+	return -1;
+}
+
+static int fab_listener_get(struct rpcrdma_listener *base, int timeout_ms,
+			    struct rpcrdma_connreq **out)
+{
+	struct fab_listener *l = (struct fab_listener *)base;
+	struct fab_connreq *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (!r)
+		return -RPCRDMA_ERR_NOMEM;
+	r->base.prov = base->prov;
+	r->l = l;
+	rc = l->fp->rdm ? rdm_get(l, timeout_ms, r) : msg_get(l, timeout_ms, r);
+	if (rc) {
+		free(r);
+		return rc;
+	}
+	*out = &r->base;
+	return 0;
+}
+
+static void fab_listener_close(struct rpcrdma_listener *base)
+{
+	struct fab_listener *l = (struct fab_listener *)base;
+
+	if (l->pep)
+		fi_close(&l->pep->fid);
+	if (l->eq)
+		fi_close(&l->eq->fid);
+	if (l->lep)
+		ep_free(l->lep);
+	free(l);
+}
+
+static int fab_accept(struct rpcrdma_connreq *base, const void *pdata, size_t len, int timeout_ms,
+		      struct rpcrdma_ep **out)
+{
+	struct fab_connreq *r = (struct fab_connreq *)base;
+	struct fab_ep *e = NULL;
+	int rc;
+
+	rc = r->l->fp->rdm ? rdm_accept(r, pdata, len, timeout_ms, &e)
+			   : msg_accept(r, pdata, len, timeout_ms, &e);
+	if (!rc) {
+		/* the peer's private data is what it sent with its request */
+		copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, base->pdata, base->pdata_len);
+		*out = &e->base;
+	}
+	if (r->info)
+		fi_freeinfo(r->info);
+	free(r);
+	return rc;
+}
+
+static void fab_reject(struct rpcrdma_connreq *base, const void *pdata, size_t len)
+{
+	struct fab_connreq *r = (struct fab_connreq *)base;
+
+	if (r->l->fp->rdm) {
+		rdm_reject(r, pdata, len);
+	} else {
+		/* Always some private data, so that the client can tell a refusal by us from
+		 * nobody listening. */
+		fi_reject(r->l->pep, r->info->handle, pdata && len ? pdata : REJECT_MARK,
+			  pdata && len ? len : 4);
+		fi_freeinfo(r->info);
+	}
+	free(r);
+}
+
+static int fab_connect(struct rpcrdma_prov *p, const char *host, uint16_t port, const void *pdata,
+		       size_t len, int timeout_ms, struct rpcrdma_ep **out)
+{
+	struct fab_prov *fp = (struct fab_prov *)p;
+	struct fab_ep *e = NULL;
+	int rc;
+
+	if (!fp->rdm && !host)
+		return -RPCRDMA_ERR_ADDR;
+	rc = fp->rdm ? rdm_connect(fp, port, pdata, len, timeout_ms, &e)
+		     : msg_connect(fp, host, port, pdata, len, timeout_ms, &e);
+	if (!rc)
+		*out = &e->base;
+	return rc;
+}
+
+static void fab_ep_close(struct rpcrdma_ep *base)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	if (e->ep && e->fp->rdm && e->base.connected)
+		ctrl_send(e, e->peer, CTRL_DISCONNECT, NULL, 0, 2000);
+	else if (e->ep && e->base.connected)
+		fi_shutdown(e->ep, 0);
+	if (e->ep) {
+		/* completions of a closing endpoint are not reported */
+		lose_connection(e, NULL);
+	}
+	ep_free(e);
+}
+
+/* ---- provider ---- */
+
+static void fab_close(struct rpcrdma_prov *p)
+{
+	struct fab_prov *fp = (struct fab_prov *)p;
+
+	if (fp->domain)
+		fi_close(&fp->domain->fid);
+	if (fp->fabric)
+		fi_close(&fp->fabric->fid);
+	if (fp->info)
+		fi_freeinfo(fp->info);
+	free(fp);
+}
+
+static const struct rpcrdma_prov_ops fab_ops = {
+	.close = fab_close,
+	.listen = fab_listen,
+	.listener_get = fab_listener_get,
+	.listener_fd = fab_listener_fd,
+	.listener_close = fab_listener_close,
+	.accept = fab_accept,
+	.reject = fab_reject,
+	.connect = fab_connect,
+	.ep_close = fab_ep_close,
+	.mr_reg = fab_mr_reg,
+	.mr_dereg = fab_mr_dereg,
+	.post_recv = fab_post_recv,
+	.post_send = fab_post_send,
+	.post_rma = fab_post_rma,
+	.poll = fab_poll,
+	.wait = fab_wait,
+	.ep_fd = fab_ep_fd,
+};
+
+static struct fi_info *make_hints(const char *prov, const char *domain, enum fi_ep_type type)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		return NULL;
+	h->ep_attr->type = type;
+	h->caps = FI_MSG | FI_RMA;
+	if (type == FI_EP_RDM)
+		h->caps |= FI_TAGGED | FI_DIRECTED_RECV;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	/* the registration modes we handle; the provider says which it needs */
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	if (prov)
+		h->fabric_attr->prov_name = strdup(prov);
+	if (domain)
+		h->domain_attr->name = strdup(domain);
+	return h;
+}
+
+static void fill_caps(struct rpcrdma_prov_caps *c, const struct fi_info *i, int rdm)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", i->fabric_attr->prov_name);
+	snprintf(c->fabric, sizeof(c->fabric), "%s", i->fabric_attr->name);
+	c->ep_type = rdm ? RPCRDMA_EP_RDM_EMULATED : RPCRDMA_EP_MSG;
+	c->key_size = (uint32_t)i->domain_attr->mr_key_size;
+	c->prov_keys = !!(i->domain_attr->mr_mode & FI_MR_PROV_KEY);
+	c->virt_addr = !!(i->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
+	c->write_send_ordered = !!(i->tx_attr->msg_order & FI_ORDER_SAW);
+	/* shm moves RMA data with cross-memory attach and checks neither key nor range */
+	c->enforces_access = strcmp(c->name, "shm") != 0;
+	c->iov_limit = (uint32_t)i->tx_attr->iov_limit;
+	c->rma_iov_limit = (uint32_t)i->tx_attr->rma_iov_limit;
+	c->tx_depth = (uint32_t)(i->tx_attr->size < DEPTH_CAP ? i->tx_attr->size : DEPTH_CAP);
+	c->rx_depth = (uint32_t)(i->rx_attr->size < DEPTH_CAP ? i->rx_attr->size : DEPTH_CAP);
+	c->inject_size = i->tx_attr->inject_size;
+	c->max_msg_size = i->ep_attr->max_msg_size;
+}
+
+static int probe_fd(struct fab_prov *fp)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD, .size = 8 };
+	struct fid_cq *cq;
+
+	if (fi_cq_open(fp->domain, &attr, &cq, NULL))
+		return 0;
+	fi_close(&cq->fid);
+	return 1;
+}
+
+/* "prov" or "prov:domain" */
+static void split_name(const char *name, char *prov, size_t plen, char *dom, size_t dlen)
+{
+	const char *colon = strchr(name, ':');
+	size_t n = colon ? (size_t)(colon - name) : strlen(name);
+
+	snprintf(prov, plen, "%.*s", (int)n, name);
+	snprintf(dom, dlen, "%s", colon ? colon + 1 : "");
+}
+
+/* MSG before RDM; within each, an endpoint that orders Sends after earlier RDMA Writes
+ * (FI_ORDER_SAW) is preferred, since RFC 5666 replies rely on it. */
+static struct fi_info *find_info(const char *prov, const char *dom, int *rdm)
+{
+	enum fi_ep_type types[2] = { FI_EP_MSG, FI_EP_RDM };
+	struct fi_info *info = NULL;
+	int t, ordered;
+
+	for (t = 0; t < 2 && !info; t++) {
+		for (ordered = 1; ordered >= 0 && !info; ordered--) {
+			struct fi_info *h = make_hints(prov, dom[0] ? dom : NULL, types[t]);
+
+			if (!h)
+				return NULL;
+			if (ordered)
+				h->tx_attr->msg_order = FI_ORDER_SAW;
+			if (fi_getinfo(FAB_VERSION, NULL, NULL, 0, h, &info))
+				info = NULL;
+			fi_freeinfo(h);
+			*rdm = t == 1;
+		}
+	}
+	return info;
+}
+
+static int check_usable(const struct fi_info *i, char *err, size_t errlen)
+{
+	if ((i->domain_attr->mr_mode & FI_MR_PROV_KEY) && i->domain_attr->mr_key_size > 4) {
+		set_err(err, errlen, "provider %s uses keys of more than 32 bits and does not let %s",
+			i->fabric_attr->prov_name, "us choose them (RFC 5666 §2 needs 32-bit handles)");
+		return -RPCRDMA_ERR_NOPROV;
+	}
+	return 0;
+}
+
+int rpcrdma__prov_fabric_open(const char *name, struct rpcrdma_prov **out, char *err,
+			      size_t errlen)
+{
+	char prov[32], dom[64];
+	struct fab_prov *fp;
+	int rdm = 0, rc;
+
+	split_name(name, prov, sizeof(prov), dom, sizeof(dom));
+	fp = calloc(1, sizeof(*fp));
+	if (!fp)
+		return -RPCRDMA_ERR_NOMEM;
+	fp->base.ops = &fab_ops;
+	rpcrdma__keys_init(&fp->keys);
+	fp->info = find_info(prov, dom, &rdm);
+	if (!fp->info) {
+		set_err(err, errlen, "libfabric provider '%s' is not usable here: it is missing, "
+			"has no device, or lacks reliable messaging with RDMA (FI_MSG+FI_RMA)%s",
+			prov, dom[0] ? " on that domain" : "");
+		rc = -RPCRDMA_ERR_NOPROV;
+		goto out_free;
+	}
+	rc = check_usable(fp->info, err, errlen);
+	if (rc)
+		goto out_free;
+	fp->rdm = rdm;
+	fp->mr_mode = fp->info->domain_attr->mr_mode;
+	rc = map_err(fi_fabric(fp->info->fabric_attr, &fp->fabric, NULL));
+	if (!rc)
+		rc = map_err(fi_domain(fp->fabric, fp->info, &fp->domain, NULL));
+	if (rc) {
+		set_err(err, errlen, "cannot open libfabric provider '%s'%s", prov, "");
+		rc = -RPCRDMA_ERR_NOPROV;
+		goto out_free;
+	}
+	fill_caps(&fp->base.caps, fp->info, rdm);
+	fp->base.caps.has_fd = (uint32_t)probe_fd(fp);
+	*out = &fp->base;
+	return 0;
+out_free:
+	fab_close(&fp->base);
+	return rc;
+}
+
+static int seen(const struct rpcrdma_prov_caps *out, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(out[i].name, name))
+			return 1;
+	return 0;
+}
+
+int rpcrdma__prov_fabric_probe(struct rpcrdma_prov_caps *out, int max)
+{
+	enum fi_ep_type types[2] = { FI_EP_MSG, FI_EP_RDM };
+	int n = 0, t;
+
+	for (t = 0; t < 2; t++) {
+		struct fi_info *h = make_hints(NULL, NULL, types[t]), *list = NULL, *i;
+
+		if (!h)
+			break;
+		if (fi_getinfo(FAB_VERSION, NULL, NULL, 0, h, &list))
+			list = NULL;
+		fi_freeinfo(h);
+		for (i = list; i && n < max; i = i->next) {
+			/* layered utility providers ("tcp;ofi_rxm") are not ours to drive */
+			if (strchr(i->fabric_attr->prov_name, ';') ||
+			    seen(out, n, i->fabric_attr->prov_name))
+				continue;
+			fill_caps(&out[n], i, t == 1);
+			out[n].has_fd = 2;  /* unknown until opened */
+			n++;
+		}
+		fi_freeinfo(list);
+	}
+	return n;
+}

@@ -1,0 +1,84 @@
+/* Internal: the provider ops table every implementation fills, and helpers they share. */
+#ifndef RPCRDMA_PROV_INT_H
+#define RPCRDMA_PROV_INT_H
+
+#include <pthread.h>
+
+#include "rpcrdma/prov.h"
+
+struct rpcrdma_prov_ops {
+	void (*close)(struct rpcrdma_prov *p);
+	int (*listen)(struct rpcrdma_prov *p, const char *host, uint16_t port,
+		      struct rpcrdma_listener **out);
+	int (*listener_get)(struct rpcrdma_listener *l, int timeout_ms, struct rpcrdma_connreq **out);
+	int (*listener_fd)(const struct rpcrdma_listener *l);
+	void (*listener_close)(struct rpcrdma_listener *l);
+	int (*accept)(struct rpcrdma_connreq *r, const void *pdata, size_t len, int timeout_ms,
+		      struct rpcrdma_ep **out);
+	void (*reject)(struct rpcrdma_connreq *r, const void *pdata, size_t len);
+	int (*connect)(struct rpcrdma_prov *p, const char *host, uint16_t port, const void *pdata,
+		       size_t len, int timeout_ms, struct rpcrdma_ep **out);
+	void (*ep_close)(struct rpcrdma_ep *ep);
+	int (*mr_reg)(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
+		      struct rpcrdma_mr **out);
+	int (*mr_dereg)(struct rpcrdma_mr *mr);
+	int (*post_recv)(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx);
+	int (*post_send)(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx);
+	int (*post_rma)(struct rpcrdma_ep *ep, uint32_t op, const struct rpcrdma_sge *local,
+			uint32_t nlocal, const struct rpcrdma_segment *remote, uint32_t nremote,
+			void *ctx);
+	int (*poll)(struct rpcrdma_ep *ep, struct rpcrdma_cqe *out, int max);
+	int (*wait)(struct rpcrdma_ep *ep, int timeout_ms);
+	int (*ep_fd)(const struct rpcrdma_ep *ep);
+};
+
+/* Every implementation's objects start with these. */
+struct rpcrdma_prov {
+	const struct rpcrdma_prov_ops *ops;
+	struct rpcrdma_prov_caps caps;
+};
+
+struct rpcrdma_listener {
+	struct rpcrdma_prov *prov;
+	uint16_t port;
+};
+
+struct rpcrdma_connreq {
+	struct rpcrdma_prov *prov;
+	uint8_t pdata[RPCRDMA_PDATA_MAX];
+	size_t pdata_len;
+};
+
+struct rpcrdma_ep {
+	struct rpcrdma_prov *prov;
+	int connected;
+	uint8_t peer_pdata[RPCRDMA_PDATA_MAX];
+	size_t peer_pdata_len;
+};
+
+/* Steering tags we choose ourselves: random 32-bit values (RFC 5042: unpredictable),
+ * never one of the last RPCRDMA_KEY_QUARANTINE released, so a stale reference from a
+ * peer cannot reach a new registration soon after. */
+#define RPCRDMA_KEY_QUARANTINE 1024
+struct rpcrdma__keys {
+	pthread_mutex_t lock;
+	uint32_t recent[RPCRDMA_KEY_QUARANTINE];
+	uint32_t next;
+};
+void rpcrdma__keys_init(struct rpcrdma__keys *k);
+uint32_t rpcrdma__key_new(struct rpcrdma__keys *k);
+void rpcrdma__key_release(struct rpcrdma__keys *k, uint32_t key);
+
+/* Check an RMA request: lengths positive, sums equal, no more pieces than the limits. */
+int rpcrdma__rma_check(const struct rpcrdma_sge *local, uint32_t nlocal,
+		       const struct rpcrdma_segment *remote, uint32_t nremote, uint64_t *total);
+
+int rpcrdma__prov_fabric_open(const char *name, struct rpcrdma_prov **out, char *err,
+			      size_t errlen);
+int rpcrdma__prov_fabric_probe(struct rpcrdma_prov_caps *out, int max);
+int rpcrdma__prov_mock_open(struct rpcrdma_prov **out);
+
+/* Monotonic milliseconds, for timeouts in the I/O layers. */
+int64_t rpcrdma__now_ms(void);
+
+#endif
