@@ -46,6 +46,9 @@
 #define CQ_BATCH 16
 #define DEPTH_CAP 1024u
 #define REJECT_MARK "RJCT"
+/* Polls before sleeping on the wait fd: a reply often arrives within microseconds, and
+ * a sleep and wake-up costs tens of them. */
+#define SPIN_BEFORE_BLOCK 200
 
 enum ctrl_type { CTRL_CONNREQ = 1, CTRL_ACCEPT, CTRL_REJECT, CTRL_DISCONNECT };
 
@@ -467,15 +470,23 @@ out_free:
 
 /* ---- waiting ---- */
 
+/* Without a wait fd (shm) the only way to progress is to poll, and the target of an
+ * RDMA operation moves it only while it polls, though it sees no completion of its own.
+ * So a wait yields the CPU without sleeping for its first BUSY_MS, which covers any
+ * exchange in progress, and only then sleeps briefly between polls (an idle peer). */
+#define BUSY_MS 100
+
 static void backoff(unsigned *spins)
 {
-	struct timespec ts = { 0, 0 };
+	static __thread int64_t busy_until;
+	struct timespec ts = { 0, 20000 };
 
-	if (++*spins < 64) {
+	if (*spins == 0)
+		busy_until = rpcrdma__now_ms() + BUSY_MS;
+	if (++*spins < 64 || rpcrdma__now_ms() < busy_until) {
 		sched_yield();
 		return;
 	}
-	ts.tv_nsec = *spins < 1024 ? 20000 : 200000;
 	nanosleep(&ts, NULL);
 }
 
@@ -508,12 +519,12 @@ static int fab_wait(struct rpcrdma_ep *base, int timeout_ms)
 			return -RPCRDMA_ERR_DISCONN;
 		if (rpcrdma__now_ms() >= deadline)
 			return -RPCRDMA_ERR_TIMEDOUT;
-		if (e->epfd >= 0) {
+		if (e->epfd >= 0 && ++spins > SPIN_BEFORE_BLOCK) {
 			int64_t left = deadline - rpcrdma__now_ms();
 
 			if (fd_wait(e, left > 100 ? 100 : (int)(left < 0 ? 0 : left)) == 0)
 				continue;
-		} else {
+		} else if (e->epfd < 0) {
 			backoff(&spins);
 		}
 	}

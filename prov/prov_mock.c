@@ -256,6 +256,13 @@ static uint8_t *remote_bytes(struct mock_prov *mp, const struct rpcrdma_segment 
 
 /* ---- data ---- */
 
+/* The fault plan breaks the connection as this op is posted: it completes DISCONN. */
+static void break_at_post(struct mock_ep *e, void *ctx, uint32_t op)
+{
+	cq_push(e, &(struct rpcrdma_cqe){ ctx, op, 0, -RPCRDMA_ERR_DISCONN });
+	break_conn(e);
+}
+
 static int count_post(struct mock_ep *e)
 {
 	struct mock_prov *mp = e->mp;
@@ -343,8 +350,7 @@ static int mock_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge
 	mp->stats.sends++;
 	if (rc == 1) {
 		rc = 0;
-		cq_push(e, &(struct rpcrdma_cqe){ ctx, RPCRDMA_OP_SEND, 0, -RPCRDMA_ERR_DISCONN });
-		break_conn(e);
+		break_at_post(e, ctx, RPCRDMA_OP_SEND);
 		goto out_unlock;
 	}
 	r = rq_pop(e->peer);
@@ -382,9 +388,8 @@ static int mock_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge
 	r->sge = *sge;
 	if (rc == 1) {
 		rc = 0;
-		cq_push(e, &(struct rpcrdma_cqe){ ctx, RPCRDMA_OP_RECV, 0, -RPCRDMA_ERR_DISCONN });
 		free(r);
-		break_conn(e);
+		break_at_post(e, ctx, RPCRDMA_OP_RECV);
 		goto out_unlock;
 	}
 	if (e->held) {
@@ -463,8 +468,7 @@ static int mock_post_rma(struct rpcrdma_ep *base, uint32_t op, const struct rpcr
 		mp->stats.writes++;
 	if (rc == 1) {
 		rc = 0;
-		cq_push(e, &(struct rpcrdma_cqe){ ctx, op, 0, -RPCRDMA_ERR_DISCONN });
-		break_conn(e);
+		break_at_post(e, ctx, op);
 		goto out_unlock;
 	}
 	rc = rma_copy(mp, op, l, nl, r, nr);

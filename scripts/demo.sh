@@ -17,3 +17,9 @@ build/rpcrdma decode --json \
 echo
 echo "== codec speed"
 build/bench_codec
+echo
+echo "== RDMA providers usable here (rpcrdma info)"
+build/rpcrdma info
+echo
+echo "== raw provider layer over loopback (bench_prov, 0.3 s per figure)"
+build/bench_prov --seconds 0.3

@@ -1,0 +1,368 @@
+/* Raw provider benchmark: the ceiling the RPC layers are compared with later.
+ * For each provider (default: tcp, shm) a server child is forked on loopback; the
+ * client measures 64-byte Send ping-pong latency and RDMA Read / Write bandwidth at
+ * 4 KiB and 1 MiB with several operations in flight. Prints a table, or one JSON object
+ * per figure with --json. Not a test: it never fails on speed.
+ *   bench_prov [--provider NAME]... [--seconds S] [--json] */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rpcrdma/prov.h"
+
+#define REGION (1u << 20)
+#define DEPTH 16
+#define PING 64
+#define NBUF 32
+
+enum { MSG_INFO = 1, MSG_PING, MSG_BYE };
+
+struct info {
+	uint32_t type;
+	uint32_t handle;
+	uint64_t offset;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "bench_prov: %s: %s\n", what, rpcrdma_strerror(rc));
+	exit(1);
+}
+
+/* One completion, waiting if needed (the wait drives progress). */
+static struct rpcrdma_cqe next(struct rpcrdma_ep *ep)
+{
+	struct rpcrdma_cqe c;
+	int rc;
+
+	while ((rc = rpcrdma_ep_poll(ep, &c, 1)) == 0)
+		if (rpcrdma_ep_wait(ep, 10000) == -RPCRDMA_ERR_TIMEDOUT)
+			die("wait", -RPCRDMA_ERR_TIMEDOUT);
+	if (rc < 0)
+		die("poll", rc);
+	return c;
+}
+
+struct msgbufs {
+	uint8_t *mem;
+	struct rpcrdma_mr *mr;
+};
+
+static void msgbufs_init(struct rpcrdma_prov *p, struct msgbufs *m)
+{
+	int rc;
+
+	m->mem = aligned_alloc(4096, (NBUF + 1) * 4096);
+	rc = rpcrdma_mr_reg(p, m->mem, (NBUF + 1) * 4096, RPCRDMA_ACC_LOCAL, &m->mr);
+	if (rc)
+		die("register", rc);
+}
+
+static struct rpcrdma_sge slot(struct msgbufs *m, int i, uint32_t len)
+{
+	struct rpcrdma_sge s = { m->mr, m->mem + (size_t)i * 4096, len };
+
+	return s;
+}
+
+static void post_recvs(struct rpcrdma_ep *ep, struct msgbufs *m)
+{
+	int i, rc;
+
+	for (i = 0; i < NBUF; i++) {
+		struct rpcrdma_sge s = slot(m, i, 4096);
+
+		rc = rpcrdma_post_recv(ep, &s, (void *)(uintptr_t)(i + 1));
+		if (rc)
+			die("post recv", rc);
+	}
+}
+
+/* Send from the last slot and wait for that send's completion. */
+static void send_now(struct rpcrdma_ep *ep, struct msgbufs *m, const void *data, uint32_t len,
+		     struct rpcrdma_cqe *early, int *nearly)
+{
+	struct rpcrdma_sge s = slot(m, NBUF, len);
+	struct rpcrdma_cqe c;
+	int rc;
+
+	memcpy(s.addr, data, len);
+	rc = rpcrdma_post_send(ep, &s, m);
+	if (rc)
+		die("post send", rc);
+	for (;;) {
+		c = next(ep);
+		if (c.ctx == m)
+			break;
+		early[(*nearly)++] = c;  /* a receive that arrived first */
+	}
+	if (c.status)
+		die("send", c.status);
+}
+
+static void server(const char *prov, int fd)
+{
+	struct rpcrdma_listener *l;
+	struct rpcrdma_connreq *req;
+	struct rpcrdma_prov *p;
+	struct rpcrdma_ep *ep;
+	struct msgbufs m;
+	struct rpcrdma_mr *rmr;
+	uint8_t *region = aligned_alloc(4096, REGION);
+	struct info in = { MSG_INFO, 0, 0 };
+	struct rpcrdma_cqe early[4];
+	uint16_t port;
+	int rc, n = 0;
+
+	rc = rpcrdma_prov_open(prov, &p, NULL, 0);
+	if (!rc)
+		rc = rpcrdma_listen(p, NULL, 0, &l);
+	port = rc ? 0 : rpcrdma_listener_port(l);
+	if (write(fd, &port, sizeof(port)) != sizeof(port) || rc)
+		exit(1);
+	close(fd);
+	memset(region, 0x5a, REGION);
+	rc = rpcrdma_listener_get(l, 30000, &req);
+	if (!rc)
+		rc = rpcrdma_accept(req, NULL, 0, 10000, &ep);
+	if (rc)
+		die("accept", rc);
+	msgbufs_init(p, &m);
+	post_recvs(ep, &m);
+	rc = rpcrdma_mr_reg(p, region, REGION, RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE, &rmr);
+	if (rc)
+		die("register region", rc);
+	in.handle = rmr->handle;
+	in.offset = rmr->offset;
+	send_now(ep, &m, &in, sizeof(in), early, &n);
+	/* echo pings; keep polling (progress) while the client reads and writes */
+	for (;;) {
+		struct rpcrdma_cqe c = n ? early[--n] : next(ep);
+		struct rpcrdma_sge s;
+		uint32_t type;
+
+		if (c.op == RPCRDMA_OP_DISCONNECT)
+			break;
+		if (c.op != RPCRDMA_OP_RECV || c.status)
+			continue;
+		s = slot(&m, (int)(uintptr_t)c.ctx - 1, 4096);
+		memcpy(&type, s.addr, 4);
+		if (type == MSG_PING)
+			send_now(ep, &m, s.addr, c.len, early, &n);
+		rpcrdma_post_recv(ep, &s, c.ctx);
+		if (type == MSG_BYE)
+			break;
+	}
+	rpcrdma_ep_close(ep);
+	rpcrdma_mr_dereg(rmr);
+	rpcrdma_mr_dereg(m.mr);
+	rpcrdma_listener_close(l);
+	rpcrdma_prov_close(p);
+	exit(0);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct opts {
+	double seconds;
+	int json;
+};
+
+static void report_lat(const char *prov, double *lat, int n, const struct opts *o)
+{
+	double sum = 0;
+	int i;
+
+	qsort(lat, (size_t)n, sizeof(*lat), cmp_d);
+	for (i = 0; i < n; i++)
+		sum += lat[i];
+	if (o->json)
+		printf("{\"transport\":\"raw/%s\",\"op\":\"send_pingpong\",\"size\":%d,\"depth\":1,"
+		       "\"round_trips\":%d,\"avg_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f}\n",
+		       prov, PING, n, sum / n * 1e6, lat[n / 2] * 1e6, lat[n * 99 / 100] * 1e6);
+	else
+		printf("%-5s %-14s %8d %5d %12.2f %10.2f %10.2f %10s\n", prov, "send ping-pong", PING, 1,
+		       sum / n * 1e6, lat[n / 2] * 1e6, lat[n * 99 / 100] * 1e6, "-");
+}
+
+static void pingpong(struct rpcrdma_ep *ep, struct msgbufs *m, const char *prov, const struct opts *o)
+{
+	int max = 200000, n = 0, nearly = 0;
+	double *lat = malloc(sizeof(double) * (size_t)max), end = now_s() + o->seconds;
+	struct rpcrdma_cqe early[4];
+	uint8_t msg[PING] = { 0 };
+
+	memcpy(msg, &(uint32_t){ MSG_PING }, 4);
+	while (n < max && now_s() < end) {
+		double t0 = now_s();
+		struct rpcrdma_cqe c;
+		struct rpcrdma_sge s;
+
+		send_now(ep, m, msg, PING, early, &nearly);
+		c = nearly ? early[--nearly] : next(ep);
+		if (c.op != RPCRDMA_OP_RECV || c.status)
+			die("ping", c.status);
+		lat[n++] = now_s() - t0;
+		s = slot(m, (int)(uintptr_t)c.ctx - 1, 4096);
+		rpcrdma_post_recv(ep, &s, c.ctx);
+	}
+	report_lat(prov, lat, n, o);
+	free(lat);
+}
+
+/* Keep DEPTH operations of size bytes in flight for the time given. */
+static void bandwidth(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, const struct info *in,
+		      uint32_t op, uint32_t size, const char *prov, const struct opts *o)
+{
+	uint8_t *buf = aligned_alloc(4096, (size_t)size * DEPTH);
+	struct rpcrdma_mr *mr;
+	uint64_t done = 0, posted = 0;
+	double t0, end, dt;
+	int i, rc;
+
+	memset(buf, 1, (size_t)size * DEPTH);
+	rc = rpcrdma_mr_reg(p, buf, (size_t)size * DEPTH, RPCRDMA_ACC_LOCAL, &mr);
+	if (rc)
+		die("register", rc);
+	t0 = now_s();
+	end = t0 + o->seconds;
+	for (i = 0; i < DEPTH; i++) {
+		struct rpcrdma_sge l = { mr, buf + (size_t)i * size, size };
+		struct rpcrdma_segment r = { in->handle, size, in->offset + (REGION - size) / DEPTH * i / 4096 * 4096 };
+
+		rc = op == RPCRDMA_OP_READ ? rpcrdma_post_read(ep, &l, 1, &r, 1, (void *)(uintptr_t)i)
+					   : rpcrdma_post_write(ep, &l, 1, &r, 1, (void *)(uintptr_t)i);
+		if (rc)
+			die("post rma", rc);
+		posted++;
+	}
+	while (done < posted) {
+		struct rpcrdma_cqe c = next(ep);
+		int k = (int)(uintptr_t)c.ctx;
+
+		if (c.status)
+			die("rma", c.status);
+		done++;
+		if (now_s() < end) {
+			struct rpcrdma_sge l = { mr, buf + (size_t)k * size, size };
+			struct rpcrdma_segment r = { in->handle, size,
+						     in->offset + (REGION - size) / DEPTH * k / 4096 * 4096 };
+
+			rc = op == RPCRDMA_OP_READ ? rpcrdma_post_read(ep, &l, 1, &r, 1, c.ctx)
+						   : rpcrdma_post_write(ep, &l, 1, &r, 1, c.ctx);
+			if (rc)
+				die("post rma", rc);
+			posted++;
+		}
+	}
+	dt = now_s() - t0;
+	if (o->json)
+		printf("{\"transport\":\"raw/%s\",\"op\":\"%s\",\"size\":%u,\"depth\":%d,"
+		       "\"ops_per_s\":%.0f,\"MBps\":%.1f}\n",
+		       prov, op == RPCRDMA_OP_READ ? "rdma_read" : "rdma_write", size, DEPTH,
+		       done / dt, done * (double)size / dt / 1e6);
+	else
+		printf("%-5s %-14s %8u %5d %12s %10s %10s %10.1f\n", prov,
+		       op == RPCRDMA_OP_READ ? "RDMA Read" : "RDMA Write", size, DEPTH, "-", "-", "-",
+		       done * (double)size / dt / 1e6);
+	rpcrdma_mr_dereg(mr);
+	free(buf);
+}
+
+static int run_provider(const char *prov, const struct opts *o)
+{
+	struct rpcrdma_cqe early[4];
+	struct rpcrdma_prov *p;
+	struct rpcrdma_ep *ep;
+	struct msgbufs m;
+	struct info in;
+	uint16_t port = 0;
+	int fds[2], rc, status, n = 0;
+	pid_t child;
+
+	if (pipe(fds))
+		return 1;
+	fflush(stdout);
+	child = fork();  /* before libfabric is opened here: it is not fork-safe */
+	if (child == 0) {
+		close(fds[0]);
+		server(prov, fds[1]);
+	}
+	close(fds[1]);
+	if (read(fds[0], &port, sizeof(port)) != sizeof(port) || !port) {
+		fprintf(stderr, "bench_prov: %s: server did not start\n", prov);
+		waitpid(child, &status, 0);
+		return 1;
+	}
+	close(fds[0]);
+	rc = rpcrdma_prov_open(prov, &p, NULL, 0);
+	if (!rc)
+		rc = rpcrdma_connect(p, "127.0.0.1", port, NULL, 0, 10000, &ep);
+	if (rc)
+		die("connect", rc);
+	msgbufs_init(p, &m);
+	post_recvs(ep, &m);
+	struct rpcrdma_cqe c = next(ep);
+
+	if (c.op != RPCRDMA_OP_RECV || c.status)
+		die("info", c.status);
+	memcpy(&in, m.mem + ((uintptr_t)c.ctx - 1) * 4096, sizeof(in));
+	pingpong(ep, &m, prov, o);
+	bandwidth(ep, p, &in, RPCRDMA_OP_READ, 4096, prov, o);
+	bandwidth(ep, p, &in, RPCRDMA_OP_READ, REGION, prov, o);
+	bandwidth(ep, p, &in, RPCRDMA_OP_WRITE, 4096, prov, o);
+	bandwidth(ep, p, &in, RPCRDMA_OP_WRITE, REGION, prov, o);
+	send_now(ep, &m, &(struct info){ MSG_BYE, 0, 0 }, sizeof(struct info), early, &n);
+	rpcrdma_ep_close(ep);
+	rpcrdma_mr_dereg(m.mr);
+	rpcrdma_prov_close(p);
+	waitpid(child, &status, 0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *provs[8];
+	struct opts o = { 1.0, 0 };
+	int np = 0, i, rc = 0;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			o.json = 1;
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			o.seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--provider") && i + 1 < argc && np < 8)
+			provs[np++] = argv[++i];
+		else {
+			fprintf(stderr, "usage: bench_prov [--provider NAME]... [--seconds S] [--json]\n");
+			return 2;
+		}
+	}
+	if (!np) {
+		provs[np++] = "tcp";
+		provs[np++] = "shm";
+	}
+	if (!o.json)
+		printf("%-5s %-14s %8s %5s %12s %10s %10s %10s\n", "prov", "operation", "bytes", "depth",
+		       "avg us", "p50 us", "p99 us", "MB/s");
+	for (i = 0; i < np; i++)
+		rc |= run_provider(provs[i], &o);
+	return rc;
+}
