@@ -170,6 +170,8 @@ static void server(const char *prov, int fd)
 	rpcrdma_mr_dereg(m.mr);
 	rpcrdma_listener_close(l);
 	rpcrdma_prov_close(p);
+	free(m.mem);
+	free(region);
 	exit(0);
 }
 
@@ -333,6 +335,7 @@ static int run_provider(const char *prov, const struct opts *o)
 	rpcrdma_ep_close(ep);
 	rpcrdma_mr_dereg(m.mr);
 	rpcrdma_prov_close(p);
+	free(m.mem);
 	waitpid(child, &status, 0);
 	return 0;
 }
