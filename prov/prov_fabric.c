@@ -922,14 +922,22 @@ static int msg_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r
 		struct fi_eq_cm_entry ent;
 		uint8_t data[256];
 	} buf;
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
 	struct fi_eq_err_entry err;
-	uint32_t event;
-	int rc = eq_wait(l->eq, timeout_ms, &event, &buf, sizeof(buf), &err);
+	uint32_t event = 0;
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	if (event != FI_CONNREQ)
-		return -RPCRDMA_ERR_AGAIN;
+	/* other events on a listener (none expected) are skipped, within the time given */
+	do {
+		int64_t left = deadline - rpcrdma__now_ms();
+
+		rc = eq_wait(l->eq, timeout_ms < 0 ? -1 : (int)(left > 0 ? left : 0), &event, &buf,
+			     sizeof(buf), &err);
+		if (rc < 0 && rc != -RPCRDMA_ERR_TIMEDOUT && rpcrdma__now_ms() < deadline)
+			continue;  /* an error event about an earlier request: keep listening */
+		if (rc < 0)
+			return rc;
+	} while (event != FI_CONNREQ);  /* entry.info is defined for FI_CONNREQ only */
 	r->info = buf.ent.info;
 	copy_pdata(r->base.pdata, &r->base.pdata_len, buf.data,
 		   (size_t)rc > sizeof(buf.ent) ? (size_t)rc - sizeof(buf.ent) : 0);
