@@ -8,11 +8,16 @@ PEER=$1
 PROV=$2
 MODE=${3:-}
 out=$(mktemp -d)
+# names of our own, so that concurrent runs cannot remove each other's namespaces
+nsa=rpcrdma_a_$$
+nsb=rpcrdma_b_$$
+va=rra$$
+vb=rrb$$
 cleanup() {
 	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
 	if [ "$MODE" = netns ]; then
-		ip netns del rpcrdma_a 2>/dev/null
-		ip netns del rpcrdma_b 2>/dev/null
+		ip netns del "$nsa" 2>/dev/null
+		ip netns del "$nsb" 2>/dev/null
 	fi
 	rm -rf "$out"
 }
@@ -26,20 +31,18 @@ if [ "$MODE" = netns ]; then
 		echo "SKIPPED: the two-namespace test needs root and iproute2"
 		exit 77
 	fi
-	ip netns del rpcrdma_a 2>/dev/null
-	ip netns del rpcrdma_b 2>/dev/null
-	ip netns add rpcrdma_a && ip netns add rpcrdma_b &&
-	ip link add rr_va type veth peer name rr_vb &&
-	ip link set rr_va netns rpcrdma_a && ip link set rr_vb netns rpcrdma_b &&
-	ip -n rpcrdma_a addr add 10.231.0.1/30 dev rr_va &&
-	ip -n rpcrdma_b addr add 10.231.0.2/30 dev rr_vb &&
-	ip -n rpcrdma_a link set rr_va up && ip -n rpcrdma_b link set rr_vb up &&
-	ip -n rpcrdma_a link set lo up && ip -n rpcrdma_b link set lo up || {
+	ip netns add "$nsa" && ip netns add "$nsb" &&
+	ip link add "$va" type veth peer name "$vb" &&
+	ip link set "$va" netns "$nsa" && ip link set "$vb" netns "$nsb" &&
+	ip -n "$nsa" addr add 10.231.0.1/30 dev "$va" &&
+	ip -n "$nsb" addr add 10.231.0.2/30 dev "$vb" &&
+	ip -n "$nsa" link set "$va" up && ip -n "$nsb" link set "$vb" up &&
+	ip -n "$nsa" link set lo up && ip -n "$nsb" link set lo up || {
 		echo "SKIPPED: cannot create network namespaces here"
 		exit 77
 	}
-	srv=(ip netns exec rpcrdma_a)
-	cli=(ip netns exec rpcrdma_b)
+	srv=(ip netns exec "$nsa")
+	cli=(ip netns exec "$nsb")
 	host=10.231.0.1
 fi
 
