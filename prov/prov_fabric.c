@@ -109,6 +109,7 @@ struct fab_ep {
 	int epfd;                    /* epoll over the wait fds, or -1 */
 	struct fab_op *ops;          /* outstanding */
 	uint32_t tx_used, rx_used;
+	int peer_gone;               /* RDM: DISCONNECT received, teardown pending */
 	struct rpcrdma_cqe *stash;   /* completions found while not asked for them */
 	uint32_t stash_head, stash_n, stash_cap;
 	struct fab_ctrl ctrl;        /* RDM: control receive */
@@ -285,13 +286,19 @@ static void cq_error(struct fab_ep *e, struct sink *s)
 	piece_done(e, (struct fab_piece *)err.op_context, map_err(err.err), 0, s);
 }
 
-/* Read the CQ until it is empty; completions go to s first, the stash after. */
+/* Read the CQ until it is empty; completions go to s first, the stash after. A peer's
+ * DISCONNECT is acted on only after the whole batch: tearing down frees the outstanding
+ * ops, and later entries of the same batch may still name them. */
 static void cq_drain(struct fab_ep *e, struct sink *s)
 {
 	struct fi_cq_msg_entry ent[CQ_BATCH];
 	ssize_t n, i;
 
 	while (e->cq) {
+		if (e->peer_gone) {
+			e->peer_gone = 0;
+			lose_connection(e, s);
+		}
 		n = fi_cq_read(e->cq, ent, CQ_BATCH);
 		if (n == -FI_EAVAIL) {
 			cq_error(e, s);
@@ -1128,9 +1135,10 @@ static void handle_ctrl(struct fab_ep *e, struct sink *s, size_t len)
 {
 	struct ctrl_view v;
 
+	(void)s;
 	if (ctrl_decode(e->ctrl.buf, len, &v) == 0 && v.type == CTRL_DISCONNECT &&
 	    e->base.connected) {
-		lose_connection(e, s);
+		e->peer_gone = 1;  /* cq_drain tears down once the current batch is done */
 		return;
 	}
 	if (e->ep)
