@@ -174,10 +174,12 @@ static void stash_push(struct fab_ep *e, const struct rpcrdma_cqe *c)
 	e->stash[(e->stash_head + e->stash_n++) % e->stash_cap] = *c;
 }
 
-/* Idle connections stay small: the stash grows with the number of outstanding ops. */
+/* Idle connections stay small: the stash grows with what it may have to hold, i.e.
+ * the completions it already holds unpolled, one for each outstanding op and each op
+ * about to be posted, and the disconnect event. */
 static int stash_reserve(struct fab_ep *e, uint32_t more)
 {
-	uint32_t need = e->tx_used + e->rx_used + more + 2, cap, i;
+	uint32_t need = e->stash_n + e->tx_used + e->rx_used + more + 1, cap, i;
 	struct rpcrdma_cqe *n;
 
 	if (need <= e->stash_cap)
