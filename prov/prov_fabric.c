@@ -273,7 +273,7 @@ static void piece_done(struct fab_ep *e, struct fab_piece *pc, int status, size_
 		op_finish(e, op, s);
 }
 
-static void handle_ctrl(struct fab_ep *e, struct sink *s, size_t len);
+static void handle_ctrl(struct fab_ep *e, size_t len);
 static void lose_connection(struct fab_ep *e, struct sink *s);
 
 static void cq_error(struct fab_ep *e, struct sink *s)
@@ -310,7 +310,7 @@ static void cq_drain(struct fab_ep *e, struct sink *s)
 			return;
 		for (i = 0; i < n; i++) {
 			if (ent[i].op_context == &e->ctrl.fctx)
-				handle_ctrl(e, s, ent[i].len);
+				handle_ctrl(e, ent[i].len);
 			else if (ent[i].op_context == &e->ctrl.tx_fctx)
 				continue;  /* a control send finishing late */
 			else
@@ -575,11 +575,16 @@ static struct fab_op *op_new(uint32_t opcode, uint32_t npieces, void *ctx)
 	return op;
 }
 
-/* Retry a post that found libfabric's queue full, driving progress meanwhile. */
+/* Retry a post that found libfabric's queue full, driving progress meanwhile, for at
+ * most POST_RETRY_MS: a peer that stops taking data must not hang the caller here.
+ * After that rc is still -FI_EAGAIN, which reaches the caller as -RPCRDMA_ERR_AGAIN. */
+#define POST_RETRY_MS 2000
 #define POST_RETRY(e, rc, call)                                                     \
 	do {                                                                        \
+		int64_t until_ = rpcrdma__now_ms() + POST_RETRY_MS;                 \
 		unsigned spins_ = 0;                                                \
-		while (((rc) = (call)) == -FI_EAGAIN && (e)->ep) {                  \
+		while (((rc) = (call)) == -FI_EAGAIN && (e)->ep &&                  \
+		       rpcrdma__now_ms() < until_) {                                \
 			cq_drain((e), NULL);                                        \
 			backoff(&spins_);                                           \
 		}                                                                   \
@@ -1095,7 +1100,7 @@ static int ctrl_progress(struct fab_ep *e, const void *want)
 	if (n == 1 && ent.op_context == want)
 		return 1;
 	if (n == 1 && ent.op_context == &e->ctrl.fctx)
-		handle_ctrl(e, NULL, ent.len);
+		handle_ctrl(e, ent.len);
 	else if (n == 1 && ent.op_context != &e->ctrl.tx_fctx)
 		piece_done(e, (struct fab_piece *)ent.op_context, 0, ent.len, NULL);
 	else if (n == -FI_EAVAIL)
@@ -1133,11 +1138,10 @@ static int ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const void *
 	return rc;
 }
 
-static void handle_ctrl(struct fab_ep *e, struct sink *s, size_t len)
+static void handle_ctrl(struct fab_ep *e, size_t len)
 {
 	struct ctrl_view v;
 
-	(void)s;
 	if (ctrl_decode(e->ctrl.buf, len, &v) == 0 && v.type == CTRL_DISCONNECT &&
 	    e->base.connected) {
 		e->peer_gone = 1;  /* cq_drain tears down once the current batch is done */
@@ -1147,13 +1151,16 @@ static void handle_ctrl(struct fab_ep *e, struct sink *s, size_t len)
 		ctrl_post_recv(e);
 }
 
-static int av_insert_name(struct fab_ep *e, const void *name, fi_addr_t *out)
+/* A peer's name is exactly the bytes its control message declared (a trailing NUL,
+ * which fi_getname includes, is allowed), never more. */
+static int av_insert_name(struct fab_ep *e, const void *name, size_t len, fi_addr_t *out)
 {
 	char buf[CTRL_NAME_MAX + 1];
-	size_t n = strnlen(name, CTRL_NAME_MAX);  /* names from the wire are bounded */
 
-	memcpy(buf, name, n);
-	buf[n] = '\0';
+	if (len == 0 || len > CTRL_NAME_MAX)
+		return -RPCRDMA_ERR_ADDR;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
 	return fi_av_insert(e->av, buf, 1, out, 0, NULL) == 1 ? 0 : -RPCRDMA_ERR_ADDR;
 }
 
@@ -1192,29 +1199,24 @@ static int rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l
 	return ctrl_setup(l->lep);
 }
 
-static int rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r)
+/* Wait for a control message of one of the wanted types (a bit per type); others are
+ * dropped. The view points into the receive buffer: the caller copies what it needs,
+ * then re-posts the receive. Requests and acceptances must name their sender. */
+static int ctrl_wait(struct fab_ep *e, int timeout_ms, uint32_t want, struct ctrl_view *v)
 {
 	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
-	struct fab_ep *e = l->lep;
 	struct fi_cq_msg_entry ent;
 	unsigned spins = 0;
-	struct ctrl_view v;
 
 	for (;;) {
 		ssize_t n = fi_cq_read(e->cq, &ent, 1);
 
 		if (n == 1 && ent.op_context == &e->ctrl.fctx) {
-			int ok = ctrl_decode(e->ctrl.buf, ent.len, &v) == 0 && v.type == CTRL_CONNREQ &&
-				 v.name_len > 0;
-
-			if (ok) {
-				memcpy(r->name, v.name, v.name_len);
-				r->name_len = v.name_len;
-				copy_pdata(r->base.pdata, &r->base.pdata_len, v.pdata, v.pdata_len);
-			}
-			ctrl_post_recv(e);
-			if (ok)
+			if (ctrl_decode(e->ctrl.buf, ent.len, v) == 0 && v->type < 32 &&
+			    (want & (1u << v->type)) &&
+			    (v->name_len > 0 || (v->type != CTRL_CONNREQ && v->type != CTRL_ACCEPT)))
 				return 0;
+			ctrl_post_recv(e);
 		} else if (n == -FI_EAVAIL) {
 			cq_error(e, NULL);
 		}
@@ -1222,6 +1224,20 @@ static int rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r
 			return -RPCRDMA_ERR_TIMEDOUT;
 		backoff(&spins);
 	}
+}
+
+static int rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r)
+{
+	struct ctrl_view v;
+	int rc = ctrl_wait(l->lep, timeout_ms, 1u << CTRL_CONNREQ, &v);
+
+	if (rc)
+		return rc;
+	memcpy(r->name, v.name, v.name_len);
+	r->name_len = v.name_len;
+	copy_pdata(r->base.pdata, &r->base.pdata_len, v.pdata, v.pdata_len);
+	ctrl_post_recv(l->lep);
+	return 0;
 }
 
 static int rdm_new_ep(struct fab_prov *fp, struct fab_ep **out)
@@ -1249,7 +1265,7 @@ static int rdm_accept(struct fab_connreq *r, const void *pdata, size_t len, int 
 	int rc = rdm_new_ep(r->l->fp, &e);
 
 	if (!rc)
-		rc = av_insert_name(e, r->name, &e->peer);
+		rc = av_insert_name(e, r->name, r->name_len, &e->peer);
 	if (!rc)
 		rc = ctrl_send(e, e->peer, CTRL_ACCEPT, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms);
 	if (rc) {
@@ -1266,33 +1282,8 @@ static void rdm_reject(struct fab_connreq *r, const void *pdata, size_t len)
 {
 	fi_addr_t to;
 
-	if (av_insert_name(r->l->lep, r->name, &to) == 0)
+	if (av_insert_name(r->l->lep, r->name, r->name_len, &to) == 0)
 		ctrl_send(r->l->lep, to, CTRL_REJECT, pdata ? pdata : REJECT_MARK, pdata ? len : 4, 1000);
-}
-
-static int rdm_wait_answer(struct fab_ep *e, int timeout_ms, struct ctrl_view *v, size_t *len)
-{
-	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
-	struct fi_cq_msg_entry ent;
-	unsigned spins = 0;
-
-	for (;;) {
-		ssize_t n = fi_cq_read(e->cq, &ent, 1);
-
-		if (n == 1 && ent.op_context == &e->ctrl.fctx &&
-		    ctrl_decode(e->ctrl.buf, ent.len, v) == 0 &&
-		    (v->type == CTRL_ACCEPT || v->type == CTRL_REJECT)) {
-			*len = ent.len;
-			return 0;
-		}
-		if (n == 1 && ent.op_context == &e->ctrl.fctx)
-			ctrl_post_recv(e);
-		else if (n == -FI_EAVAIL)
-			cq_error(e, NULL);
-		if (rpcrdma__now_ms() >= deadline)
-			return -RPCRDMA_ERR_TIMEDOUT;
-		backoff(&spins);
-	}
 }
 
 static int rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, size_t len,
@@ -1302,23 +1293,22 @@ static int rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, si
 	struct ctrl_view v;
 	fi_addr_t listener;
 	char name[40];
-	size_t mlen;
 	int rc = rdm_new_ep(fp, &e);
 
 	if (rc)
 		return rc;
 	rdm_listener_name(port, name, sizeof(name));
-	rc = av_insert_name(e, name, &listener);
+	rc = av_insert_name(e, name, strlen(name), &listener);
 	if (!rc)
 		rc = ctrl_send(e, listener, CTRL_CONNREQ, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms);
 	if (rc == -RPCRDMA_ERR_TIMEDOUT)
 		rc = -RPCRDMA_ERR_REFUSED;  /* nobody took our request off the wire */
 	if (!rc)
-		rc = rdm_wait_answer(e, timeout_ms, &v, &mlen);
+		rc = ctrl_wait(e, timeout_ms, 1u << CTRL_ACCEPT | 1u << CTRL_REJECT, &v);
 	if (!rc && v.type == CTRL_REJECT)
 		rc = -RPCRDMA_ERR_REJECTED;
 	if (!rc)
-		rc = av_insert_name(e, v.name, &e->peer);
+		rc = av_insert_name(e, v.name, v.name_len, &e->peer);
 	if (rc) {
 		ep_free(e);
 		return rc;

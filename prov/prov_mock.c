@@ -45,7 +45,6 @@ struct mock_ep {
 	int state;
 	int rejected;
 	struct mock_recv *rq, *rq_tail;
-	uint32_t rq_n;
 	struct mock_held *held, *held_tail;
 	struct mock_delayed *delayed;
 	struct rpcrdma_cqe *cq;
@@ -155,7 +154,6 @@ static void flush_one_side(struct mock_ep *e)
 		free(r);
 	}
 	e->rq_tail = NULL;
-	e->rq_n = 0;
 	while (e->held) {
 		struct mock_held *h = e->held;
 
@@ -331,7 +329,6 @@ static struct mock_recv *rq_pop(struct mock_ep *e)
 		e->rq = r->next;
 		if (!e->rq)
 			e->rq_tail = NULL;
-		e->rq_n--;
 	}
 	return r;
 }
@@ -406,7 +403,6 @@ static int mock_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge
 		else
 			e->rq = r;
 		e->rq_tail = r;
-		e->rq_n++;
 	}
 out_unlock:
 	pthread_mutex_unlock(&mp->lock);

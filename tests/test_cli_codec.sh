@@ -83,6 +83,10 @@ $BIN decode abc >/dev/null 2>&1; expect_eq "odd hex" $? 2
 $BIN decode --bogus >/dev/null 2>&1; expect_eq "bad option" $? 2
 echo '{"xid":' | $BIN encode --json >/dev/null 2>&1; expect_eq "bad json" $? 2
 echo '{"credits":1,"proc":0}' | $BIN encode --json >/dev/null 2>&1; expect_eq "missing xid" $? 2
+echo '{"xid":1,"proc":0,"writes":[[{"handle":1,"length":8,"offset":-4}]]}' | $BIN encode --json >/dev/null 2>&1
+expect_eq "negative offset" $? 2
+echo '{"xid":1,"proc":0,"writes":[[{"handle":1,"length":8,"offset":"-4"}]]}' | $BIN encode --json >/dev/null 2>&1
+expect_eq "negative offset string" $? 2
 $BIN encode >/dev/null 2>&1; expect_eq "encode without --json" $? 2
 $BIN nosuch >/dev/null 2>&1; expect_eq "unknown command" $? 2
 $BIN decode --help >/dev/null; expect_eq "decode help" $? 0

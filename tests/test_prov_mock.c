@@ -407,14 +407,14 @@ static void test_keys(void)
 	enum { N = 512 };
 	static uint8_t buf[N];
 	struct rpcrdma_mr *mrs[N];
-	uint32_t keys[2 * N], first[N];
+	uint32_t keys[2 * N];
 	struct rpcrdma_prov *p;
 	int i, dup = 0, seq = 0;
 
 	CHECK_EQ_U(rpcrdma_prov_open("mock", &p, NULL, 0), 0);
 	for (i = 0; i < N; i++) {
 		CHECK_EQ_U(rpcrdma_mr_reg(p, buf + i, 1, RPCRDMA_ACC_REMOTE_READ, &mrs[i]), 0);
-		keys[i] = first[i] = mrs[i]->handle;
+		keys[i] = mrs[i]->handle;
 		if (i && mrs[i]->handle == mrs[i - 1]->handle + 1)
 			seq++;
 	}
@@ -432,7 +432,6 @@ static void test_keys(void)
 	CHECK(mrs[0]->offset == (uint64_t)(uintptr_t)buf);
 	for (i = 0; i < N; i++)
 		CHECK_EQ_U(rpcrdma_mr_dereg(mrs[i]), 0);
-	(void)first;
 	rpcrdma_prov_close(p);
 }
 

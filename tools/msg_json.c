@@ -237,7 +237,11 @@ static int get_u64_hex(json_object *o, const char *key, uint64_t *out, const cha
 	if (!json_object_object_get_ex(o, key, &v))
 		goto bad;
 	if (json_object_is_type(v, json_type_int)) {
-		*out = (uint64_t)json_object_get_int64(v);
+		int64_t i = json_object_get_int64(v);
+
+		if (i < 0)
+			goto bad;
+		*out = (uint64_t)i;
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_string))
@@ -245,7 +249,7 @@ static int get_u64_hex(json_object *o, const char *key, uint64_t *out, const cha
 	s = json_object_get_string(v);
 	errno = 0;
 	*out = strtoull(s, &end, 0);
-	if (errno || *end || end == s)
+	if (errno || *end || end == s || *s == '-')
 		goto bad;
 	return 0;
 bad:
