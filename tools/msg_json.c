@@ -190,69 +190,52 @@ void msg_text_print(FILE *f, const struct rpcrdma_msg *m)
 
 /* ---- parsing ---- */
 
-static int get_u32(json_object *o, const char *key, int required, uint32_t dflt, uint32_t *out,
-		   const char **err)
+/* A JSON number, or a string in C notation ("0x2a"), no larger than max, not negative. */
+static int parse_uint(json_object *v, uint64_t max, uint64_t *out)
 {
-	json_object *v;
-	const char *s;
+	const char *str;
 	char *end;
-	unsigned long long n;
 
-	if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) {
-		if (required) {
-			*err = key;
+	if (json_object_is_type(v, json_type_int)) {
+		int64_t i = json_object_get_int64(v);
+
+		if (i < 0 || (uint64_t)i > max)
 			return -1;
-		}
-		*out = dflt;
-		return 0;
-	}
-	if (json_object_is_type(v, json_type_int)) {
-		int64_t i = json_object_get_int64(v);
-
-		if (i < 0 || i > UINT32_MAX)
-			goto bad;
-		*out = (uint32_t)i;
-		return 0;
-	}
-	if (!json_object_is_type(v, json_type_string))
-		goto bad;
-	s = json_object_get_string(v);
-	errno = 0;
-	n = strtoull(s, &end, 0);
-	if (errno || *end || end == s || n > UINT32_MAX)
-		goto bad;
-	*out = (uint32_t)n;
-	return 0;
-bad:
-	*err = key;
-	return -1;
-}
-
-static int get_u64_hex(json_object *o, const char *key, uint64_t *out, const char **err)
-{
-	json_object *v;
-	const char *s;
-	char *end;
-
-	if (!json_object_object_get_ex(o, key, &v))
-		goto bad;
-	if (json_object_is_type(v, json_type_int)) {
-		int64_t i = json_object_get_int64(v);
-
-		if (i < 0)
-			goto bad;
 		*out = (uint64_t)i;
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_string))
-		goto bad;
-	s = json_object_get_string(v);
+		return -1;
+	str = json_object_get_string(v);
 	errno = 0;
-	*out = strtoull(s, &end, 0);
-	if (errno || *end || end == s || *s == '-')
-		goto bad;
-	return 0;
-bad:
+	*out = strtoull(str, &end, 0);
+	return errno || *end || end == str || *str == '-' || *out > max ? -1 : 0;
+}
+
+static int get_u32(json_object *o, const char *key, int required, uint32_t dflt, uint32_t *out,
+		   const char **err)
+{
+	json_object *v;
+	uint64_t n;
+
+	if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) {
+		*out = dflt;
+		if (!required)
+			return 0;
+	} else if (parse_uint(v, UINT32_MAX, &n) == 0) {
+		*out = (uint32_t)n;
+		return 0;
+	}
+	*err = key;
+	return -1;
+}
+
+static int get_u64(json_object *o, const char *key, uint64_t *out, const char **err)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(o, key, &v) && parse_uint(v, UINT64_MAX, out) == 0)
+		return 0;
 	*err = key;
 	return -1;
 }
@@ -265,7 +248,7 @@ static int parse_seg(json_object *o, struct rpcrdma_segment *s, const char **err
 	}
 	if (get_u32(o, "handle", 1, 0, &s->handle, err) ||
 	    get_u32(o, "length", 1, 0, &s->length, err) ||
-	    get_u64_hex(o, "offset", &s->offset, err))
+	    get_u64(o, "offset", &s->offset, err))
 		return -1;
 	return 0;
 }
