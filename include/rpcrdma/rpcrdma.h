@@ -4,6 +4,8 @@
 
 #include "errors.h"
 #include "codec.h"
+#include "prov.h"
+#include "engine.h"
 
 #define RPCRDMA_LIB_VERSION "0.1.0"
 

@@ -1,0 +1,265 @@
+/* librpcrdma — the transport engine: one RPC-over-RDMA Version One association
+ * (RFC 5666), requester or responder, without I/O of its own.
+ *
+ * The engine is fed events — a completion from the provider, a timer tick, a call or
+ * a reply from the upper layer — always with the current time (milliseconds, any
+ * monotonic origin) as an argument. It acts through a lower face (post a Send, a
+ * Receive, an RDMA Read or Write; register or release memory) and reports to an upper
+ * face (a call completed; a request arrived; a reply finished; the connection must be
+ * closed). rpcrdma_eng_lower_ep() (prov/) fills the lower face from a provider endpoint;
+ * tests use the mock provider through the same path.
+ *
+ * Threading: an engine is not thread-safe; its owner serialises every call into it.
+ * A credit pool may be shared by engines on different threads.
+ *
+ * Lifetime: the owner closes the endpoint first (no completion is delivered after
+ * that), then calls rpcrdma_eng_destroy(), which releases everything still held.
+ * See docs/ENGINE.md for each rule and the RFC section it comes from. */
+#ifndef RPCRDMA_ENGINE_H
+#define RPCRDMA_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "errors.h"
+#include "prov.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rpcrdma_eng;
+struct rpcrdma_eng_call;   /* requester: one RPC call in progress */
+struct rpcrdma_eng_req;    /* responder: one RPC call received */
+
+enum rpcrdma_eng_role { RPCRDMA_ENG_CLIENT = 1, RPCRDMA_ENG_SERVER = 2 };
+
+/* A receive budget shared by the server engines of one process (RFC 5666 §3.3: a server
+ * grants credits by its resources). Counts receive buffers posted. */
+struct rpcrdma_credit_pool {
+	uint32_t limit;
+	uint32_t used;   /* atomically updated */
+};
+RPCRDMA_API void rpcrdma_credit_pool_init(struct rpcrdma_credit_pool *pool, uint32_t limit);
+
+struct rpcrdma_eng_config {
+	uint32_t role;              /* enum rpcrdma_eng_role */
+	uint32_t inline_send;       /* largest inline message we send (then capped by the peer's) */
+	uint32_t inline_recv;       /* our receive buffer size, advertised (RFC 8797) */
+	uint32_t max_credits;       /* client: credits asked for; server: per-connection cap */
+	uint32_t sq_depth;          /* operations the endpoint accepts at once (caps.tx_depth) */
+	uint32_t write_send_ordered;/* caps.write_send_ordered: a Send follows its Writes */
+	uint32_t max_message;       /* largest reassembled call or reply accepted */
+	struct rpcrdma_limits limits; /* what a peer's header may contain */
+	uint32_t msgp_align;        /* nonzero (with msgp_thresh): send RDMA_MSGP (RFC 5666 §4.3) */
+	uint32_t msgp_thresh;
+	uint32_t reply_read_chunks; /* server: offer long replies as read chunks (RFC 5666 §3.5) */
+	uint32_t done_timeout_ms;   /* server: release read chunks of a reply without RDMA_DONE */
+	uint32_t max_done_pending;  /* server: replies awaiting RDMA_DONE at once */
+	uint32_t credit_timeout_ms; /* client: a call waits this long for a credit, then fails */
+	struct rpcrdma_credit_pool *pool; /* server: shared receive budget, NULL for none */
+};
+
+/* Defaults: inline 4096 both ways, 32 credits, sq_depth 256, 64 MiB messages, default
+ * limits, no MSGP, no read chunks in replies, DONE deadline 5 s, credit wait 30 s. */
+RPCRDMA_API void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role);
+
+/* Lower face: the provider. ctx is passed back unchanged. */
+struct rpcrdma_eng_lower {
+	void *ctx;
+	int (*mr_reg)(void *ctx, void *addr, size_t len, unsigned access, struct rpcrdma_mr **out);
+	int (*mr_dereg)(void *ctx, struct rpcrdma_mr *mr);
+	int (*post_recv)(void *ctx, const struct rpcrdma_sge *sge, void *op);
+	int (*post_send)(void *ctx, const struct rpcrdma_sge *sge, void *op);
+	int (*post_read)(void *ctx, const struct rpcrdma_sge *local, uint32_t nlocal,
+			 const struct rpcrdma_segment *remote, uint32_t nremote, void *op);
+	int (*post_write)(void *ctx, const struct rpcrdma_sge *local, uint32_t nlocal,
+			  const struct rpcrdma_segment *remote, uint32_t nremote, void *op);
+};
+
+/* Fill a lower face for endpoint ep of provider p (prov/). */
+RPCRDMA_API void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
+				      struct rpcrdma_ep *ep);
+
+/* Upper face. Every callback is optional except the one for the engine's role. */
+struct rpcrdma_eng_upper {
+	void *ctx;
+	/* client: c finished (rpcrdma_eng_call_status); free it with rpcrdma_eng_call_free */
+	void (*call_done)(void *ctx, struct rpcrdma_eng_call *c);
+	/* server: a call arrived; answer with rpcrdma_eng_reply() (or drop it) */
+	void (*request)(void *ctx, struct rpcrdma_eng_req *r);
+	/* server: r's reply is fully sent (and, for read chunks, acknowledged or expired):
+	 * the reply buffers given to rpcrdma_eng_reply() may be reused; r is freed after */
+	void (*reply_done)(void *ctx, struct rpcrdma_eng_req *r, int status);
+	/* the engine found a connection error (reason is a negative RPCRDMA_ERR_*): the owner
+	 * should close the endpoint. Pending work has already failed. */
+	void (*fatal)(void *ctx, int reason);
+};
+
+/* ---- upper-face data ---- */
+
+/* A DDP-eligible item moved out of the inline XDR stream (RFC 5666 §3.4): in a call it
+ * becomes a read chunk; in a reply it goes into the next write chunk. offset: where it
+ * belongs in the stream without the items (a multiple of 4); len: bytes, without the
+ * XDR pad (RFC 8166 §3.4.5). The memory must stay valid until the call completes /
+ * the reply is done. */
+struct rpcrdma_ddp_item {
+	uint32_t offset;
+	uint32_t len;
+	const void *data;
+};
+
+/* A caller buffer offered for one DDP-eligible result (a write chunk, RFC 5666 §3.6). */
+struct rpcrdma_ddp_buf {
+	void *data;
+	uint32_t cap;
+	uint32_t len;     /* out: bytes the responder wrote there */
+	uint32_t used;    /* out: 1 when the responder placed the result there */
+};
+
+struct rpcrdma_call_args {
+	const void *xdr;            /* the RPC call (starting with its XID), items removed */
+	uint32_t xdr_len;
+	const struct rpcrdma_ddp_item *items;   /* argument items, by increasing offset */
+	uint32_t nitems;
+	struct rpcrdma_ddp_buf *results;        /* result buffers, in result order */
+	uint32_t nresults;
+	uint32_t max_reply;         /* largest reply (without results placed in buffers) */
+};
+
+struct rpcrdma_reply_args {
+	const void *xdr;            /* the RPC reply, items removed */
+	uint32_t xdr_len;
+	const struct rpcrdma_ddp_item *items;   /* result items, by increasing offset */
+	uint32_t nitems;
+};
+
+/* ---- lifecycle ---- */
+
+/* The engine exists before its connection (its private data goes into the connect or
+ * accept); the lower face comes with rpcrdma_eng_start(). */
+RPCRDMA_API int rpcrdma_eng_create(const struct rpcrdma_eng_config *cfg,
+				   const struct rpcrdma_eng_upper *up, struct rpcrdma_eng **out);
+/* Our RFC 8797 private data for connect/accept. Returns its length. */
+RPCRDMA_API int rpcrdma_eng_pdata(const struct rpcrdma_eng *e, void *buf, size_t cap);
+/* The peer's private data (NULL/0 when it sent none: 1024 bytes each way, RFC 8797). */
+RPCRDMA_API void rpcrdma_eng_set_peer_pdata(struct rpcrdma_eng *e, const void *pd, size_t len);
+/* The connection is up: take its lower face, register buffers, post the first receives.
+ * Call rpcrdma_eng_set_peer_pdata() first. */
+RPCRDMA_API int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
+				  uint64_t now_ms);
+/* Fail everything pending (the endpoint is being closed or is gone). Idempotent. */
+RPCRDMA_API void rpcrdma_eng_shutdown(struct rpcrdma_eng *e, int reason);
+RPCRDMA_API void rpcrdma_eng_destroy(struct rpcrdma_eng *e);
+
+/* ---- events ---- */
+
+/* A completion from the endpoint. */
+RPCRDMA_API void rpcrdma_eng_on_cqe(struct rpcrdma_eng *e, const struct rpcrdma_cqe *cqe,
+				    uint64_t now_ms);
+/* Timers: returns the time of the next deadline, or UINT64_MAX. */
+RPCRDMA_API uint64_t rpcrdma_eng_tick(struct rpcrdma_eng *e, uint64_t now_ms);
+/* 1 when the engine still works (not failed, not shut down). */
+RPCRDMA_API int rpcrdma_eng_alive(const struct rpcrdma_eng *e);
+
+/* ---- requester ---- */
+
+/* Start a call. The engine keeps pointers into a (and a itself) until the call
+ * completes. Returns 0 with *out set; the call completes through call_done. */
+RPCRDMA_API int rpcrdma_eng_call(struct rpcrdma_eng *e, const struct rpcrdma_call_args *a,
+				 void *user, uint64_t now_ms, struct rpcrdma_eng_call **out);
+RPCRDMA_API void *rpcrdma_eng_call_user(const struct rpcrdma_eng_call *c);
+/* 0, or -RPCRDMA_ERR_VERSION (ERR_VERS: see call_vers), -RPCRDMA_ERR_PROTO (ERR_CHUNK,
+ * or a reply that broke the rules), -RPCRDMA_ERR_DISCONN, -RPCRDMA_ERR_TIMEDOUT. */
+RPCRDMA_API int rpcrdma_eng_call_status(const struct rpcrdma_eng_call *c);
+/* The reply stream (its results placed in the caller's buffers are not in it). */
+RPCRDMA_API const void *rpcrdma_eng_call_reply(const struct rpcrdma_eng_call *c, uint32_t *len);
+/* The version range an ERR_VERS reported. */
+RPCRDMA_API void rpcrdma_eng_call_vers(const struct rpcrdma_eng_call *c, uint32_t *low,
+				       uint32_t *high);
+/* The RDMA_MSGP parameters of the reply (0, 0 if it was not MSGP), with the offset of its
+ * RPC message in the receive buffer, for rpcrdma_msgp_pad(). */
+RPCRDMA_API void rpcrdma_eng_call_msgp(const struct rpcrdma_eng_call *c, uint32_t *align,
+				       uint32_t *thresh, uint32_t *base);
+/* Abandon (before completion: it completes with -RPCRDMA_ERR_TIMEDOUT first) and free. */
+RPCRDMA_API void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c);
+
+/* ---- responder ---- */
+
+RPCRDMA_API void rpcrdma_eng_req_set_user(struct rpcrdma_eng_req *r, void *user);
+RPCRDMA_API void *rpcrdma_eng_req_user(const struct rpcrdma_eng_req *r);
+/* The whole call: inline bytes with every read chunk back at its position. */
+RPCRDMA_API const void *rpcrdma_eng_req_call(const struct rpcrdma_eng_req *r, uint32_t *len);
+RPCRDMA_API uint32_t rpcrdma_eng_req_xid(const struct rpcrdma_eng_req *r);
+/* Write chunks the caller offered (count) and the bytes each can take. */
+RPCRDMA_API uint32_t rpcrdma_eng_req_nwrites(const struct rpcrdma_eng_req *r);
+RPCRDMA_API uint64_t rpcrdma_eng_req_write_cap(const struct rpcrdma_eng_req *r, uint32_t i);
+/* The largest reply this call can receive (inline threshold or its reply chunk). */
+RPCRDMA_API uint64_t rpcrdma_eng_req_reply_cap(const struct rpcrdma_eng_req *r);
+RPCRDMA_API void rpcrdma_eng_req_msgp(const struct rpcrdma_eng_req *r, uint32_t *align,
+				      uint32_t *thresh, uint32_t *base);
+/* Send the reply. The engine picks the form (inline, write list, reply chunk, read chunks
+ * when configured); when it fits nowhere the caller gets RDMA_ERROR/ERR_CHUNK (RFC 8166
+ * §4.5) and this returns -RPCRDMA_ERR_NOSPC. reply_done follows in every case where 0 or
+ * -RPCRDMA_ERR_NOSPC is returned; on other errors r is freed at once. */
+RPCRDMA_API int rpcrdma_eng_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+				  const struct rpcrdma_reply_args *a, uint64_t now_ms);
+/* Answer nothing (the upper layer drops the call): the credit is given back. */
+RPCRDMA_API void rpcrdma_eng_req_drop(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r);
+
+/* ---- RDMA_MSGP (RFC 5666 §4.3) ---- */
+
+/* Pad bytes a padded message carries before the data of an opaque item of len bytes
+ * whose data would start at offset off of the RPC message, the message starting at
+ * byte base of the receive buffer: 0 unless len > thresh. */
+RPCRDMA_API uint32_t rpcrdma_msgp_pad(uint32_t align, uint32_t thresh, uint32_t base,
+				      uint32_t off, uint32_t len);
+
+/* ---- statistics ---- */
+
+enum rpcrdma_eng_errclass {
+	RPCRDMA_EC_DECODE = 0,       /* peer header rejected by the codec */
+	RPCRDMA_EC_UNKNOWN_XID,      /* reply or DONE for nothing pending (dropped) */
+	RPCRDMA_EC_CREDIT_OVERRUN,   /* client sent beyond its grant (connection closed) */
+	RPCRDMA_EC_ERR_VERS_RCVD,    /* RDMA_ERROR/ERR_VERS received */
+	RPCRDMA_EC_ERR_CHUNK_RCVD,   /* RDMA_ERROR/ERR_CHUNK received */
+	RPCRDMA_EC_ERR_VERS_SENT,
+	RPCRDMA_EC_ERR_CHUNK_SENT,
+	RPCRDMA_EC_REPLY_TOO_BIG,    /* reply fitted no form the caller offered */
+	RPCRDMA_EC_TOO_LONG,         /* message longer than max_message */
+	RPCRDMA_EC_CHUNK_MISMATCH,   /* chunks in a reply that do not match the call */
+	RPCRDMA_EC_RDMA_FAILED,      /* an RDMA Read or Write failed */
+	RPCRDMA_EC_DONE_TIMEOUT,     /* read chunks of a reply released without DONE */
+	RPCRDMA_EC_CREDIT_TIMEOUT,   /* call failed waiting for a credit */
+	RPCRDMA_EC_UNEXPECTED,       /* message of a kind this side does not take */
+	RPCRDMA_EC_NO_RESOURCES,     /* registration or allocation failed */
+	RPCRDMA_EC_DISCONNECT,
+	RPCRDMA_EC_COUNT
+};
+
+struct rpcrdma_eng_stats {
+	uint64_t calls, replies;                   /* started/received; sent/received */
+	uint64_t sent[5], rcvd[5];                 /* by enum rpcrdma_proc */
+	uint64_t read_chunks, write_chunks, reply_chunks;      /* chunks used, both ways */
+	uint64_t read_chunk_bytes, write_chunk_bytes, reply_chunk_bytes;
+	uint64_t long_calls, long_replies;         /* position-zero call / reply chunk or p0 reply */
+	uint64_t rdma_reads, rdma_writes, rdma_read_bytes, rdma_write_bytes;
+	uint64_t inline_bytes_sent, inline_bytes_rcvd;
+	uint64_t credits_granted;   /* last grant sent (server) or received (client) */
+	uint64_t credits_max;       /* highest grant */
+	uint64_t credits_in_use;    /* now: calls (and DONEs) counted against the grant */
+	uint64_t credit_waits;      /* client: calls that had to wait for a credit */
+	uint64_t recvs_posted;      /* now */
+	uint64_t mrs_live;          /* registrations held now */
+	uint64_t errors[RPCRDMA_EC_COUNT];
+	uint32_t inline_send, inline_recv;         /* thresholds in effect */
+};
+
+RPCRDMA_API void rpcrdma_eng_stats(const struct rpcrdma_eng *e, struct rpcrdma_eng_stats *out);
+RPCRDMA_API const char *rpcrdma_eng_errclass_name(uint32_t ec);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,590 @@
+/* The transport engine: lifecycle, buffers, completions, timers, statistics.
+ * The requester and responder rules live in engine_client.c and engine_server.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "xdr_be.h"
+
+#define DEF_INLINE 4096u
+#define DEF_CREDITS 32u
+#define DEF_SQ_DEPTH 256u
+#define DEF_MAX_MESSAGE (64u << 20)
+#define DEF_DONE_TIMEOUT_MS 5000u
+#define DEF_CREDIT_TIMEOUT_MS 30000u
+#define MAX_CREDITS 1024u
+#define SEND_SLACK 8u    /* Send buffers beyond the credit window: DONEs, errors */
+
+void rpcrdma_credit_pool_init(struct rpcrdma_credit_pool *pool, uint32_t limit)
+{
+	pool->limit = limit;
+	pool->used = 0;
+}
+
+/* Take up to n receive buffers from the shared budget; returns how many. */
+static uint32_t pool_take(struct rpcrdma_credit_pool *pool, uint32_t n)
+{
+	uint32_t cur = __atomic_load_n(&pool->used, __ATOMIC_RELAXED), got;
+
+	do {
+		got = cur >= pool->limit ? 0 : pool->limit - cur;
+		if (got > n)
+			got = n;
+		if (!got)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&pool->used, &cur, cur + got, false,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return got;
+}
+
+static void pool_give(struct rpcrdma_credit_pool *pool, uint32_t n)
+{
+	if (pool && n)
+		__atomic_fetch_sub(&pool->used, n, __ATOMIC_RELAXED);
+}
+
+void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->role = role;
+	cfg->inline_send = DEF_INLINE;
+	cfg->inline_recv = DEF_INLINE;
+	cfg->max_credits = DEF_CREDITS;
+	cfg->sq_depth = DEF_SQ_DEPTH;
+	cfg->write_send_ordered = 1;
+	cfg->max_message = DEF_MAX_MESSAGE;
+	rpcrdma_limits_default(&cfg->limits);
+	cfg->done_timeout_ms = DEF_DONE_TIMEOUT_MS;
+	cfg->max_done_pending = DEF_CREDITS;
+	cfg->credit_timeout_ms = DEF_CREDIT_TIMEOUT_MS;
+}
+
+/* The request and reply objects hold header arrays sized by the defaults, so a
+ * configuration may only tighten the limits. */
+static int check_config(const struct rpcrdma_eng_config *c)
+{
+	if (c->role != RPCRDMA_ENG_CLIENT && c->role != RPCRDMA_ENG_SERVER)
+		return -RPCRDMA_ERR_INVAL;
+	if (c->inline_send < RPCRDMA_DEF_INLINE || c->inline_recv < RPCRDMA_DEF_INLINE ||
+	    c->inline_send > RPCRDMA_PDATA_MAX_SIZE || c->inline_recv > RPCRDMA_PDATA_MAX_SIZE)
+		return -RPCRDMA_ERR_RANGE;
+	if (!c->max_credits || c->max_credits > MAX_CREDITS || c->sq_depth < 2)
+		return -RPCRDMA_ERR_RANGE;
+	if (c->limits.max_chunk_segs == 0 || c->limits.max_list_chunks == 0 ||
+	    c->limits.max_chunk_segs > RPCRDMA_DEF_CHUNK_SEGS ||
+	    c->limits.max_list_chunks > RPCRDMA_DEF_LIST_CHUNKS ||
+	    c->limits.max_total_segs > RPCRDMA_DEF_TOTAL_SEGS)
+		return -RPCRDMA_ERR_RANGE;
+	if (c->msgp_align && (c->msgp_align < 4 || (c->msgp_align & (c->msgp_align - 1))))
+		return -RPCRDMA_ERR_RANGE;
+	if (c->max_message < c->inline_recv)
+		return -RPCRDMA_ERR_RANGE;
+	if (c->role == RPCRDMA_ENG_SERVER && c->reply_read_chunks && !c->max_done_pending)
+		return -RPCRDMA_ERR_RANGE;
+	return 0;
+}
+
+int rpcrdma_eng_create(const struct rpcrdma_eng_config *cfg, const struct rpcrdma_eng_upper *up,
+		       struct rpcrdma_eng **out)
+{
+	struct rpcrdma_eng *e;
+	int rc;
+
+	if (!cfg || !up || !out)
+		return -RPCRDMA_ERR_INVAL;
+	if ((cfg->role == RPCRDMA_ENG_CLIENT && !up->call_done) ||
+	    (cfg->role == RPCRDMA_ENG_SERVER && !up->request))
+		return -RPCRDMA_ERR_INVAL;
+	rc = check_config(cfg);
+	if (rc)
+		return rc;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -RPCRDMA_ERR_NOMEM;
+	e->cfg = *cfg;
+	e->up = *up;
+	e->inline_send = RPCRDMA_DEF_INLINE;   /* until the peer says more (RFC 8797) */
+	e->inline_recv = cfg->inline_recv & ~1023u;
+	e->granted = 1;                        /* RFC 8166 §3.3.3 */
+	e->grant_hi = 1;
+	e->st.inline_send = e->inline_send;
+	e->st.inline_recv = e->inline_recv;
+	*out = e;
+	return 0;
+}
+
+int rpcrdma_eng_pdata(const struct rpcrdma_eng *e, void *buf, size_t cap)
+{
+	struct rpcrdma_pdata pd = {
+		.version = RPCRDMA_PDATA_VERSION,
+		.flags = 0,
+		.send_size = e->cfg.inline_send & ~1023u,
+		.recv_size = e->inline_recv,
+	};
+
+	return rpcrdma_pdata_encode(&pd, buf, cap);
+}
+
+/* RFC 8797 §4: our inline sends may be as large as the peer's receive buffers, never
+ * larger than we were configured for; without its block, 1024 bytes. */
+void rpcrdma_eng_set_peer_pdata(struct rpcrdma_eng *e, const void *pd, size_t len)
+{
+	struct rpcrdma_pdata p;
+	uint32_t peer_recv = RPCRDMA_DEF_INLINE;
+
+	if (pd && len && rpcrdma_pdata_decode(pd, len, &p) == 0)
+		peer_recv = p.recv_size;
+	e->inline_send = peer_recv < e->cfg.inline_send ? peer_recv : e->cfg.inline_send;
+	e->st.inline_send = e->inline_send;
+}
+
+/* ---- resources ---- */
+
+int rpcrdma__eng_reg(struct rpcrdma_eng *e, void *addr, size_t len, unsigned acc,
+		     struct rpcrdma_mr **out)
+{
+	int rc = e->lo.mr_reg(e->lo.ctx, addr, len ? len : 1, acc, out);
+
+	if (rc) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
+		return rc;
+	}
+	e->st.mrs_live++;
+	return 0;
+}
+
+void rpcrdma__eng_dereg(struct rpcrdma_eng *e, struct rpcrdma_mr **mr)
+{
+	if (!*mr)
+		return;
+	e->lo.mr_dereg(e->lo.ctx, *mr);
+	*mr = NULL;
+	e->st.mrs_live--;
+}
+
+static int alloc_bufs(struct rpcrdma_eng *e, uint32_t n, uint32_t size, uint8_t **mem,
+		      struct rpcrdma_mr **mr, struct eng_buf **bufs, struct eng_buf **freel,
+		      uint32_t kind)
+{
+	uint32_t i;
+	int rc;
+
+	*mem = aligned_alloc(64, (size_t)n * size);
+	*bufs = calloc(n, sizeof(**bufs));
+	if (!*mem || !*bufs)
+		return -RPCRDMA_ERR_NOMEM;
+	rc = rpcrdma__eng_reg(e, *mem, (size_t)n * size, RPCRDMA_ACC_LOCAL, mr);
+	if (rc)
+		return rc;
+	for (i = n; i-- > 0;) {
+		(*bufs)[i].op.kind = kind;
+		(*bufs)[i].op.owner = &(*bufs)[i];
+		(*bufs)[i].mem = *mem + (size_t)i * size;
+		(*bufs)[i].next = *freel;
+		*freel = &(*bufs)[i];
+	}
+	return 0;
+}
+
+/* Receive buffers: a client needs one per call in flight; a server one per credit it
+ * grants plus one per RDMA_DONE it awaits (RFC 5666 §3.8). */
+static uint32_t recv_buffers(const struct rpcrdma_eng_config *c)
+{
+	if (c->role == RPCRDMA_ENG_CLIENT)
+		return c->max_credits + 1;
+	return c->max_credits + (c->reply_read_chunks ? c->max_done_pending : 0);
+}
+
+int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
+		      uint64_t now_ms)
+{
+	int rc;
+
+	(void)now_ms;
+	if (!e || !lo || e->started || !lo->mr_reg || !lo->mr_dereg || !lo->post_recv ||
+	    !lo->post_send || !lo->post_read || !lo->post_write)
+		return -RPCRDMA_ERR_INVAL;
+	e->lo = *lo;
+	e->started = true;
+	e->nrbufs = recv_buffers(&e->cfg);
+	e->nsbufs = e->cfg.max_credits + SEND_SLACK;
+	rc = alloc_bufs(e, e->nrbufs, e->inline_recv, &e->rmem, &e->rmr, &e->rbufs, &e->rfree,
+			OPK_RECV);
+	if (!rc)
+		rc = alloc_bufs(e, e->nsbufs, e->cfg.inline_send, &e->smem, &e->smr, &e->sbufs,
+				&e->sfree, OPK_SEND);
+	if (rc)
+		goto out_fail;
+	if (e->cfg.role == RPCRDMA_ENG_SERVER) {
+		/* the first credit every client holds (RFC 8166 §3.3.3) needs a receive */
+		if (e->cfg.pool && !pool_take(e->cfg.pool, 1)) {
+			rc = -RPCRDMA_ERR_NOSPC;
+			goto out_fail;
+		}
+		e->pool_taken = 1;
+		rc = rpcrdma__eng_post_recv(e);
+		if (rc)
+			goto out_fail;
+	}
+	return 0;
+out_fail:
+	e->dead = true;
+	e->dead_reason = rc;
+	return rc;
+}
+
+struct eng_buf *rpcrdma__eng_sbuf_get(struct rpcrdma_eng *e)
+{
+	struct eng_buf *b = e->sfree;
+
+	if (b) {
+		e->sfree = b->next;
+		b->next = NULL;
+		b->owner = NULL;
+	}
+	return b;
+}
+
+void rpcrdma__eng_sbuf_put(struct rpcrdma_eng *e, struct eng_buf *b)
+{
+	b->next = e->sfree;
+	e->sfree = b;
+}
+
+bool rpcrdma__eng_sq_room(const struct rpcrdma_eng *e, uint32_t n)
+{
+	return e->sq_used + n <= e->cfg.sq_depth;
+}
+
+int rpcrdma__eng_post_send(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len, uint32_t proc)
+{
+	struct rpcrdma_sge sge = { e->smr, b->mem, len };
+	int rc;
+
+	e->sq_used++;
+	rc = e->lo.post_send(e->lo.ctx, &sge, &b->op);
+	if (rc) {
+		e->sq_used--;
+		return rc;
+	}
+	e->st.sent[proc]++;
+	e->st.inline_bytes_sent += len;
+	return 0;
+}
+
+int rpcrdma__eng_post_recv(struct rpcrdma_eng *e)
+{
+	struct eng_buf *b = e->rfree;
+	struct rpcrdma_sge sge;
+	int rc;
+
+	if (!b)
+		return -RPCRDMA_ERR_NOSPC;
+	sge.mr = e->rmr;
+	sge.addr = b->mem;
+	sge.len = e->inline_recv;
+	rc = e->lo.post_recv(e->lo.ctx, &sge, &b->op);
+	if (rc)
+		return rc;
+	e->rfree = b->next;
+	b->next = NULL;
+	e->recvs_posted++;
+	return 0;
+}
+
+void rpcrdma__eng_limits(const struct rpcrdma_eng *e, struct rpcrdma_limits *lim)
+{
+	*lim = e->cfg.limits;
+}
+
+void rpcrdma__eng_count(struct rpcrdma_eng *e, uint32_t ec)
+{
+	if (ec < RPCRDMA_EC_COUNT)
+		e->st.errors[ec]++;
+}
+
+/* ---- tasks waiting for resources ---- */
+
+void rpcrdma__eng_stall(struct rpcrdma_eng *e, struct eng_task *t)
+{
+	if (t->queued)
+		return;
+	t->queued = true;
+	t->next = NULL;
+	if (e->stall_tail)
+		e->stall_tail->next = t;
+	else
+		e->stall_head = t;
+	e->stall_tail = t;
+}
+
+static void unstall_all(struct rpcrdma_eng *e, uint64_t now)
+{
+	struct eng_task *t;
+
+	while ((t = e->stall_head) != NULL) {
+		if (t->resume(e, t, now) == -RPCRDMA_ERR_AGAIN)
+			return;
+		/* resume may have re-queued nothing; pop this one */
+		if (e->stall_head == t) {
+			e->stall_head = t->next;
+			if (!e->stall_head)
+				e->stall_tail = NULL;
+			t->queued = false;
+		}
+	}
+}
+
+/* Drop t from the stall queue (its owner is going away). */
+static void unlink_task(struct rpcrdma_eng *e, struct eng_task *t)
+{
+	struct eng_task **pp = &e->stall_head, *prev = NULL;
+
+	if (!t->queued)
+		return;
+	while (*pp && *pp != t) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp) {
+		*pp = t->next;
+		if (e->stall_tail == t)
+			e->stall_tail = prev;
+	}
+	t->queued = false;
+}
+
+void rpcrdma__eng_unstall(struct rpcrdma_eng *e, struct eng_task *t)
+{
+	unlink_task(e, t);
+}
+
+static void pump(struct rpcrdma_eng *e, uint64_t now)
+{
+	if (e->dead)
+		return;
+	unstall_all(e, now);
+	if (e->cfg.role == RPCRDMA_ENG_CLIENT && !e->dead)
+		rpcrdma__eng_client_pump(e, now);
+}
+
+/* ---- failure ---- */
+
+void rpcrdma__eng_fail(struct rpcrdma_eng *e, int reason, uint32_t ec)
+{
+	if (e->dead)
+		return;
+	e->dead = true;
+	e->dead_reason = reason;
+	rpcrdma__eng_count(e, ec);
+	e->stall_head = e->stall_tail = NULL;
+	if (e->cfg.role == RPCRDMA_ENG_CLIENT)
+		rpcrdma__eng_client_fail_all(e, -RPCRDMA_ERR_DISCONN);
+	else
+		rpcrdma__eng_server_fail_all(e);
+	if (e->up.fatal)
+		e->up.fatal(e->up.ctx, reason);
+}
+
+void rpcrdma_eng_shutdown(struct rpcrdma_eng *e, int reason)
+{
+	struct rpcrdma_eng_upper saved;
+
+	if (!e || e->dead)
+		return;
+	saved = e->up;
+	e->up.fatal = NULL;
+	rpcrdma__eng_fail(e, reason ? reason : -RPCRDMA_ERR_DISCONN, RPCRDMA_EC_COUNT);
+	e->up = saved;
+}
+
+int rpcrdma_eng_alive(const struct rpcrdma_eng *e)
+{
+	return e && e->started && !e->dead;
+}
+
+/* ---- completions ---- */
+
+static void on_recv(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrdma_cqe *c,
+		    uint64_t now)
+{
+	e->recvs_posted--;
+	if (c->status || e->dead) {
+		b->next = e->rfree;
+		e->rfree = b;
+		if (c->status)
+			rpcrdma__eng_fail(e, c->status, RPCRDMA_EC_DISCONNECT);
+		return;
+	}
+	e->st.inline_bytes_rcvd += c->len;
+	/* the buffer goes back only after its contents were used: a callback below may
+	 * post receives */
+	if (e->cfg.role == RPCRDMA_ENG_CLIENT) {
+		bool matched = rpcrdma__eng_client_recv(e, b->mem, c->len, now);
+
+		b->next = e->rfree;
+		e->rfree = b;
+		/* a message that answered no call used a receive meant for a reply */
+		if (!matched && !e->dead && rpcrdma__eng_post_recv(e))
+			rpcrdma__eng_fail(e, -RPCRDMA_ERR_IO, RPCRDMA_EC_NO_RESOURCES);
+		return;
+	}
+	rpcrdma__eng_server_recv(e, b->mem, c->len, now);
+	b->next = e->rfree;
+	e->rfree = b;
+	/* keep every receive this connection owns posted (credits already granted) */
+	if (!e->dead && rpcrdma__eng_post_recv(e))
+		rpcrdma__eng_fail(e, -RPCRDMA_ERR_IO, RPCRDMA_EC_NO_RESOURCES);
+}
+
+static void on_send(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrdma_cqe *c)
+{
+	uint32_t what = b->send_for;
+
+	e->sq_used--;
+	if (what == SEND_DONE)
+		rpcrdma__eng_client_done_sent(e);
+	else if (what == SEND_REPLY || what == SEND_ERROR)
+		rpcrdma__eng_server_sent(e, b, c->status);
+	rpcrdma__eng_sbuf_put(e, b);
+	if (c->status)
+		rpcrdma__eng_fail(e, c->status, RPCRDMA_EC_DISCONNECT);
+}
+
+void rpcrdma_eng_on_cqe(struct rpcrdma_eng *e, const struct rpcrdma_cqe *c, uint64_t now)
+{
+	struct eng_op *op;
+
+	if (!e || !c)
+		return;
+	if (c->op == RPCRDMA_OP_DISCONNECT) {
+		rpcrdma__eng_fail(e, -RPCRDMA_ERR_DISCONN, RPCRDMA_EC_DISCONNECT);
+		return;
+	}
+	op = c->ctx;
+	if (!op)
+		return;
+	switch (op->kind) {
+	case OPK_RECV:
+		on_recv(e, op->owner, c, now);
+		break;
+	case OPK_SEND:
+		on_send(e, op->owner, c);
+		break;
+	case OPK_CALL_READ:
+		e->sq_used--;
+		rpcrdma__eng_client_read_done(e, op->owner, c->status, now);
+		break;
+	case OPK_REQ_RDMA:
+		e->sq_used--;
+		rpcrdma__eng_server_rdma_done(e, op->owner, c->status, now);
+		break;
+	default:
+		break;
+	}
+	pump(e, now);
+}
+
+uint64_t rpcrdma_eng_tick(struct rpcrdma_eng *e, uint64_t now)
+{
+	uint64_t next;
+
+	if (!e || e->dead)
+		return UINT64_MAX;
+	if (e->cfg.role == RPCRDMA_ENG_CLIENT)
+		next = rpcrdma__eng_client_tick(e, now);
+	else
+		next = rpcrdma__eng_server_tick(e, now);
+	pump(e, now);
+	return next;
+}
+
+/* ---- teardown ---- */
+
+void rpcrdma_eng_destroy(struct rpcrdma_eng *e)
+{
+	if (!e)
+		return;
+	rpcrdma_eng_shutdown(e, -RPCRDMA_ERR_DISCONN);
+	if (e->cfg.role == RPCRDMA_ENG_CLIENT)
+		rpcrdma__eng_client_destroy(e);
+	else
+		rpcrdma__eng_server_destroy(e);
+	rpcrdma__eng_dereg(e, &e->rmr);
+	rpcrdma__eng_dereg(e, &e->smr);
+	pool_give(e->cfg.pool, e->pool_taken);
+	free(e->rmem);
+	free(e->smem);
+	free(e->rbufs);
+	free(e->sbufs);
+	free(e);
+}
+
+/* ---- server receive budget ---- */
+
+/* Post receives until this connection owns want of them (bounded by its buffers and
+ * the shared pool). Returns how many it owns. */
+uint32_t rpcrdma__eng_take_recvs(struct rpcrdma_eng *e, uint32_t want)
+{
+	uint32_t more, got;
+
+	if (want > e->nrbufs)
+		want = e->nrbufs;
+	if (want <= e->pool_taken)
+		return e->pool_taken;
+	more = want - e->pool_taken;
+	got = e->cfg.pool ? pool_take(e->cfg.pool, more) : more;
+	while (got) {
+		if (rpcrdma__eng_post_recv(e)) {
+			pool_give(e->cfg.pool, got);
+			break;
+		}
+		e->pool_taken++;
+		got--;
+	}
+	return e->pool_taken;
+}
+
+/* ---- statistics ---- */
+
+void rpcrdma_eng_stats(const struct rpcrdma_eng *e, struct rpcrdma_eng_stats *out)
+{
+	*out = e->st;
+	out->credits_in_use = e->cfg.role == RPCRDMA_ENG_CLIENT ? e->in_use : e->outstanding;
+	out->recvs_posted = e->recvs_posted;
+}
+
+static const char *const ec_names[RPCRDMA_EC_COUNT] = {
+	[RPCRDMA_EC_DECODE] = "decode",
+	[RPCRDMA_EC_UNKNOWN_XID] = "unknown_xid",
+	[RPCRDMA_EC_CREDIT_OVERRUN] = "credit_overrun",
+	[RPCRDMA_EC_ERR_VERS_RCVD] = "err_vers_rcvd",
+	[RPCRDMA_EC_ERR_CHUNK_RCVD] = "err_chunk_rcvd",
+	[RPCRDMA_EC_ERR_VERS_SENT] = "err_vers_sent",
+	[RPCRDMA_EC_ERR_CHUNK_SENT] = "err_chunk_sent",
+	[RPCRDMA_EC_REPLY_TOO_BIG] = "reply_too_big",
+	[RPCRDMA_EC_TOO_LONG] = "too_long",
+	[RPCRDMA_EC_CHUNK_MISMATCH] = "chunk_mismatch",
+	[RPCRDMA_EC_RDMA_FAILED] = "rdma_failed",
+	[RPCRDMA_EC_DONE_TIMEOUT] = "done_timeout",
+	[RPCRDMA_EC_CREDIT_TIMEOUT] = "credit_timeout",
+	[RPCRDMA_EC_UNEXPECTED] = "unexpected",
+	[RPCRDMA_EC_NO_RESOURCES] = "no_resources",
+	[RPCRDMA_EC_DISCONNECT] = "disconnect",
+};
+
+const char *rpcrdma_eng_errclass_name(uint32_t ec)
+{
+	return ec < RPCRDMA_EC_COUNT ? ec_names[ec] : "unknown";
+}
+
+uint32_t rpcrdma_msgp_pad(uint32_t align, uint32_t thresh, uint32_t base, uint32_t off,
+			  uint32_t len)
+{
+	uint32_t at;
+
+	if (!align || len <= thresh)
+		return 0;
+	at = (base + off) & (align - 1);
+	return at ? align - at : 0;
+}

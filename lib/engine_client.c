@@ -1,0 +1,876 @@
+/* The requester side of the engine (RFC 5666 §3, §4): marshal calls into RDMA_MSG,
+ * RDMA_MSGP or RDMA_NOMSG with read, write and reply chunks; keep within the credits
+ * granted; take replies inline, from write chunks, from the reply chunk, or by pulling
+ * their read chunks and answering RDMA_DONE. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "xdr_be.h"
+
+/* ---- call objects ---- */
+
+static void list_unlink(struct rpcrdma_eng_call **head, struct rpcrdma_eng_call *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else if (*head == c)
+		*head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+}
+
+static void list_push(struct rpcrdma_eng_call **head, struct rpcrdma_eng_call *c)
+{
+	c->prev = NULL;
+	c->next = *head;
+	if (*head)
+		(*head)->prev = c;
+	*head = c;
+}
+
+static void waitq_unlink(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		e->waitq_head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		e->waitq_tail = c->prev;
+	c->next = c->prev = NULL;
+}
+
+static void waitq_push(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
+{
+	c->next = NULL;
+	c->prev = e->waitq_tail;
+	if (e->waitq_tail)
+		e->waitq_tail->next = c;
+	else
+		e->waitq_head = c;
+	e->waitq_tail = c;
+}
+
+/* Every registration of a call goes before it completes to the caller (RFC 5666 §11). */
+static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nmrs; i++)
+		rpcrdma__eng_dereg(e, &c->mrs[i]);
+	c->nmrs = 0;
+	rpcrdma__eng_dereg(e, &c->reply_mr);
+	rpcrdma__eng_dereg(e, &c->asm_mr);
+}
+
+static void free_call(struct rpcrdma_eng_call *c)
+{
+	free(c->mrs);
+	free(c->hdr);
+	free(c->reply_buf);
+	free(c->asm_buf);
+	free(c);
+}
+
+static void release_credit(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
+{
+	if (c->holds_credit) {
+		c->holds_credit = false;
+		e->in_use--;
+	}
+}
+
+/* The call is finished: its memory is no longer exposed; tell the caller (or, for an
+ * abandoned call, just free it once nothing refers to it). */
+static void complete(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c, int status)
+{
+	release_mrs(e, c);
+	rpcrdma__eng_unstall(e, &c->task);
+	if (c->state == CALL_WAITING) {
+		waitq_unlink(e, c);
+		list_push(&e->inflight, c);
+	}
+	if (!c->done_owed)
+		release_credit(e, c);
+	c->state = CALL_COMPLETE;
+	c->status = status;
+	if (c->user_freed) {
+		if (!c->reads_pending) {
+			list_unlink(&e->inflight, c);
+			free_call(c);
+		}
+		return;
+	}
+	e->up.call_done(e->up.ctx, c);
+}
+
+/* ---- marshalling (RFC 5666 §3.4, §3.5, §4.3) ---- */
+
+static int add_mr(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c, const void *addr,
+		  size_t len, unsigned acc, struct rpcrdma_segment *seg)
+{
+	struct rpcrdma_mr *mr;
+	int rc = rpcrdma__eng_reg(e, (void *)addr, len, acc, &mr);
+
+	if (rc)
+		return rc;
+	c->mrs[c->nmrs++] = mr;
+	seg->handle = mr->handle;
+	seg->length = (uint32_t)len;
+	seg->offset = mr->offset;
+	return 0;
+}
+
+static uint32_t all_items(uint32_t n)
+{
+	return n >= 32 ? ~0u : (1u << n) - 1u;
+}
+
+/* Header bytes of the reply if every write chunk comes back with one segment. */
+static uint32_t reply_hdr_len(const struct rpcrdma_call_args *a)
+{
+	return rpcrdma__hdr_chunks_len(0, a->nresults, a->nresults, 0, false);
+}
+
+/* RDMA_MSGP (only when configured): every item back inline, padded, if it all fits. */
+static bool choose_msgp(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			const struct rpcrdma_call_args *a, bool reply_chunk)
+{
+	uint32_t base;
+	uint64_t len;
+
+	if (!e->cfg.msgp_align || !a->nitems)
+		return false;
+	base = rpcrdma__hdr_chunks_len(0, a->nresults, a->nresults, 1, reply_chunk) + 8u;
+	len = rpcrdma__flatten(NULL, a->xdr, a->xdr_len, a->items, a->nitems,
+			       all_items(a->nitems), e->cfg.msgp_align, e->cfg.msgp_thresh, base);
+	if (base + len > e->inline_send)
+		return false;
+	c->proc = RPCRDMA_MSGP;
+	c->mask = all_items(a->nitems);
+	c->inline_len = (uint32_t)len;
+	return true;
+}
+
+/* Read chunks: each non-empty item at its position in the stream with every item in
+ * place, its XDR roundup in neither the chunk nor the inline stream (RFC 8166 §3.4.5). */
+static int add_read_chunks(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			   const struct rpcrdma_call_args *a, struct rpcrdma_msg *m)
+{
+	uint32_t i, removed = 0;
+	int rc;
+
+	for (i = 0; i < a->nitems; i++) {
+		const struct rpcrdma_ddp_item *it = &a->items[i];
+		struct rpcrdma_read_segment *r = &m->reads[m->nreads];
+
+		if (!it->len)
+			continue;
+		rc = add_mr(e, c, it->data, it->len, RPCRDMA_ACC_REMOTE_READ, &r->seg);
+		if (rc)
+			return rc;
+		r->position = it->offset + removed;
+		removed += eng_roundup4(it->len);
+		m->nreads++;
+		e->st.read_chunks++;
+		e->st.read_chunk_bytes += it->len;
+	}
+	return 0;
+}
+
+static int add_write_chunks(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			    const struct rpcrdma_call_args *a, struct rpcrdma_msg *m)
+{
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < a->nresults; i++) {
+		struct rpcrdma_ddp_buf *b = &a->results[i];
+
+		m->writes[i].segs = &m->segs[i];
+		m->writes[i].nsegs = 1;
+		rc = add_mr(e, c, b->data, b->cap, RPCRDMA_ACC_REMOTE_WRITE, &m->segs[i]);
+		if (rc)
+			return rc;
+		b->len = 0;
+		b->used = 0;
+		e->st.write_chunks++;
+	}
+	m->nwrites = a->nresults;
+	return 0;
+}
+
+static int add_reply_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			   const struct rpcrdma_call_args *a, struct rpcrdma_msg *m)
+{
+	struct rpcrdma_segment *seg = &m->segs[a->nresults];
+	int rc;
+
+	c->reply_cap = a->max_reply;
+	c->reply_buf = malloc(c->reply_cap ? c->reply_cap : 1);
+	if (!c->reply_buf)
+		return -RPCRDMA_ERR_NOMEM;
+	rc = rpcrdma__eng_reg(e, c->reply_buf, c->reply_cap, RPCRDMA_ACC_REMOTE_WRITE,
+			      &c->reply_mr);
+	if (rc)
+		return rc;
+	seg->handle = c->reply_mr->handle;
+	seg->length = c->reply_cap;
+	seg->offset = c->reply_mr->offset;
+	m->has_reply = 1;
+	m->reply.segs = seg;
+	m->reply.nsegs = 1;
+	e->st.reply_chunks++;
+	return 0;
+}
+
+/* Choose the form: RDMA_MSGP when configured and it fits, else RDMA_MSG with the items
+ * as read chunks, else RDMA_NOMSG with the call in a position-zero read chunk (RFC 5666
+ * §3.5 long call). A reply chunk whenever the reply may not fit our receive buffer. */
+static int marshal(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+		   const struct rpcrdma_call_args *a)
+{
+	struct rpcrdma_msg *m = &c->msg;
+	bool reply_chunk = (uint64_t)a->max_reply + reply_hdr_len(a) > e->inline_recv;
+	uint32_t nitems = 0, i, hdr;
+	int rc;
+
+	for (i = 0; i < a->nitems; i++)
+		nitems += a->items[i].len != 0;
+	m->xid = c->xid;
+	m->vers = RPCRDMA_VERSION;
+	m->credits = e->cfg.max_credits;
+	if (!choose_msgp(e, c, a, reply_chunk)) {
+		hdr = rpcrdma__hdr_chunks_len(nitems, a->nresults, a->nresults, 1, reply_chunk);
+		c->proc = hdr + a->xdr_len <= e->inline_send ? RPCRDMA_MSG : RPCRDMA_NOMSG;
+		c->inline_len = c->proc == RPCRDMA_MSG ? a->xdr_len : 0;
+	}
+	m->proc = c->proc;
+	if (c->proc == RPCRDMA_MSGP) {
+		m->align = e->cfg.msgp_align;
+		m->thresh = e->cfg.msgp_thresh;
+	}
+	if (c->proc == RPCRDMA_NOMSG) {
+		rc = add_mr(e, c, a->xdr, a->xdr_len, RPCRDMA_ACC_REMOTE_READ, &m->reads[0].seg);
+		if (rc)
+			return rc;
+		m->reads[0].position = 0;
+		m->nreads = 1;
+		e->st.long_calls++;
+		e->st.read_chunks++;
+		e->st.read_chunk_bytes += a->xdr_len;
+	}
+	if (c->proc != RPCRDMA_MSGP) {
+		rc = add_read_chunks(e, c, a, m);
+		if (rc)
+			return rc;
+	}
+	rc = add_write_chunks(e, c, a, m);
+	if (!rc && reply_chunk)
+		rc = add_reply_chunk(e, c, a, m);
+	if (!rc && rpcrdma_encoded_len(m) + c->inline_len > e->inline_send)
+		rc = -RPCRDMA_ERR_RANGE;   /* the chunk lists alone exceed the threshold */
+	return rc;
+}
+
+static int check_call_args(const struct rpcrdma_eng *e, const struct rpcrdma_call_args *a)
+{
+	uint32_t i;
+	int rc;
+
+	if (!a->xdr || a->xdr_len < RPCRDMA_MIN_RPC_LEN)
+		return -RPCRDMA_ERR_INVAL;
+	rc = rpcrdma__check_items(a->items, a->nitems, a->xdr_len);
+	if (rc)
+		return rc;
+	if (a->nresults > e->cfg.limits.max_list_chunks || a->max_reply > e->cfg.max_message)
+		return -RPCRDMA_ERR_RANGE;
+	for (i = 0; i < a->nresults; i++)
+		if (!a->results[i].data && a->results[i].cap)
+			return -RPCRDMA_ERR_INVAL;
+	return 0;
+}
+
+int rpcrdma_eng_call(struct rpcrdma_eng *e, const struct rpcrdma_call_args *a, void *user,
+		     uint64_t now, struct rpcrdma_eng_call **out)
+{
+	struct rpcrdma_eng_call *c;
+	int rc;
+
+	if (!e || !a || !out || e->cfg.role != RPCRDMA_ENG_CLIENT)
+		return -RPCRDMA_ERR_INVAL;
+	if (!e->started || e->dead)
+		return -RPCRDMA_ERR_DISCONN;
+	rc = check_call_args(e, a);
+	if (rc)
+		return rc;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -RPCRDMA_ERR_NOMEM;
+	c->hdr = malloc(sizeof(*c->hdr));
+	c->mrs_cap = a->nitems + a->nresults + 1;
+	c->mrs = calloc(c->mrs_cap, sizeof(*c->mrs));
+	if (!c->hdr || !c->mrs) {
+		rc = -RPCRDMA_ERR_NOMEM;
+		goto out_free;
+	}
+	rpcrdma_msg_bind(&c->msg, c->hdr);
+	c->e = e;
+	c->a = a;
+	c->user = user;
+	c->xid = rpcrdma__get32(a->xdr);
+	c->op.kind = OPK_CALL_READ;
+	c->op.owner = c;
+	rc = marshal(e, c, a);
+	if (rc)
+		goto out_release;
+	c->state = CALL_WAITING;
+	c->deadline = now + e->cfg.credit_timeout_ms;
+	waitq_push(e, c);
+	e->st.calls++;
+	*out = c;
+	rpcrdma__eng_client_pump(e, now);
+	return 0;
+out_release:
+	release_mrs(e, c);
+out_free:
+	free_call(c);
+	return rc;
+}
+
+/* ---- sending (RFC 5666 §3.3: never more calls than credits granted) ---- */
+
+static int send_call(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
+{
+	const struct rpcrdma_call_args *a = c->a;
+	struct eng_buf *b;
+	int n, rc;
+
+	/* the reply's receive is posted before the call can reach the server */
+	rc = rpcrdma__eng_post_recv(e);
+	if (rc)
+		return rc;
+	b = rpcrdma__eng_sbuf_get(e);
+	n = rpcrdma_encode(&c->msg, b->mem, e->inline_send);
+	if (n < 0) {
+		rpcrdma__eng_sbuf_put(e, b);
+		return n;
+	}
+	if (c->proc == RPCRDMA_MSGP)
+		rpcrdma__flatten(b->mem + n, a->xdr, a->xdr_len, a->items, a->nitems, c->mask,
+				 e->cfg.msgp_align, e->cfg.msgp_thresh, (uint32_t)n);
+	else if (c->proc == RPCRDMA_MSG)
+		memcpy(b->mem + n, a->xdr, a->xdr_len);
+	b->send_for = SEND_CALL;
+	rc = rpcrdma__eng_post_send(e, b, (uint32_t)n + c->inline_len, c->proc);
+	if (rc) {
+		rpcrdma__eng_sbuf_put(e, b);
+		return rc;
+	}
+	return 0;
+}
+
+void rpcrdma__eng_client_pump(struct rpcrdma_eng *e, uint64_t now)
+{
+	struct rpcrdma_eng_call *c;
+	int rc;
+
+	(void)now;
+	while (!e->dead && (c = e->waitq_head) != NULL) {
+		if (e->in_use >= e->granted) {
+			if (!c->credit_counted) {
+				c->credit_counted = true;
+				e->st.credit_waits++;
+			}
+			return;
+		}
+		if (!e->rfree || !e->sfree || !rpcrdma__eng_sq_room(e, 1))
+			return;
+		rc = send_call(e, c);
+		if (rc) {
+			rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+			return;
+		}
+		waitq_unlink(e, c);
+		list_push(&e->inflight, c);
+		c->state = CALL_SENT;
+		c->holds_credit = true;
+		e->in_use++;
+		if (e->in_use > e->st.credits_max)
+			e->st.credits_max = e->in_use;
+	}
+}
+
+/* ---- replies ---- */
+
+static struct rpcrdma_eng_call *find_sent(struct rpcrdma_eng *e, uint32_t xid)
+{
+	struct rpcrdma_eng_call *c;
+
+	for (c = e->inflight; c; c = c->next)
+		if (c->state == CALL_SENT && c->xid == xid)
+			return c;
+	return NULL;
+}
+
+/* The client never goes above what it asked for, nor below 1 (RFC 5666 §3.3: a grant
+ * of 0 with nothing outstanding would deadlock). */
+static void take_credits(struct rpcrdma_eng *e, uint32_t credits)
+{
+	if (credits == 0)
+		credits = 1;
+	if (credits > e->cfg.max_credits)
+		credits = e->cfg.max_credits;
+	e->granted = credits;
+	e->st.credits_granted = credits;
+}
+
+/* A reply's write list: the call's chunks, in order, with the lengths written
+ * (RFC 5666 §3.6). A chunk may come back empty or with zero lengths when unused. */
+static int take_write_list(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			   const struct rpcrdma_msg *m)
+{
+	const struct rpcrdma_call_args *a = c->a;
+	uint32_t i;
+
+	if (m->nwrites > a->nresults)
+		return -RPCRDMA_ERR_PROTO;
+	for (i = 0; i < m->nwrites; i++) {
+		uint64_t n = rpcrdma_write_chunk_len(&m->writes[i]);
+
+		if (n > a->results[i].cap)
+			return -RPCRDMA_ERR_PROTO;
+		a->results[i].len = (uint32_t)n;
+		a->results[i].used = n != 0;
+		e->st.write_chunk_bytes += n;
+	}
+	return 0;
+}
+
+/* Post the RDMA Reads that pull a reply's read chunks into the assembly buffer. */
+static int post_reply_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
+{
+	const struct rpcrdma_msg *m = &c->msg;
+	struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
+	struct rpcrdma_sge sge[ENG_MAX_ASM + 1];
+	uint32_t k, j, n = c->as.nchunks + (c->as.pos_zero ? 1u : 0u);
+	int rc;
+
+	if (!rpcrdma__eng_sq_room(e, n))
+		return -RPCRDMA_ERR_AGAIN;
+	if (c->as.pos_zero) {
+		uint32_t ns = rpcrdma__asm_p0_sges(&c->as, c->asm_mr, c->asm_buf, sge);
+
+		for (j = 0; j < c->as.p0_nsegs; j++)
+			segs[j] = m->reads[c->as.p0_first + j].seg;
+		e->sq_used++;
+		rc = e->lo.post_read(e->lo.ctx, sge, ns, segs, c->as.p0_nsegs, &c->op);
+		if (rc)
+			goto out_undo;
+		c->reads_pending++;
+	}
+	for (k = 0; k < c->as.nchunks; k++) {
+		const struct eng_asm_chunk *ch = &c->as.chunks[k];
+
+		sge[0].mr = c->asm_mr;
+		sge[0].addr = c->asm_buf + ch->dst;
+		sge[0].len = ch->len;
+		for (j = 0; j < ch->nsegs; j++)
+			segs[j] = m->reads[ch->first + j].seg;
+		e->sq_used++;
+		rc = e->lo.post_read(e->lo.ctx, sge, 1, segs, ch->nsegs, &c->op);
+		if (rc)
+			goto out_undo;
+		c->reads_pending++;
+		e->st.rdma_read_bytes += ch->len;
+	}
+	e->st.rdma_reads += n;
+	return 0;
+out_undo:
+	e->sq_used--;
+	return rc;
+}
+
+static int resume_reads(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
+{
+	struct rpcrdma_eng_call *c = (struct rpcrdma_eng_call *)((char *)t -
+		offsetof(struct rpcrdma_eng_call, task));
+	int rc;
+
+	(void)now;
+	rc = post_reply_reads(e, c);
+	if (rc && rc != -RPCRDMA_ERR_AGAIN)
+		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+	return rc == -RPCRDMA_ERR_AGAIN ? rc : 0;
+}
+
+/* RFC 5666 §3.5, §3.8: a reply with read chunks is pulled with RDMA Read; RDMA_DONE then
+ * lets the server release them. The call's credit carries over to the DONE. */
+static int start_reply_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			     const struct rpcrdma_msg *m)
+{
+	int rc = rpcrdma__asm_plan(&c->as, m, m->body_len, e->cfg.max_message);
+
+	if (rc) {
+		rpcrdma__eng_count(e, rc == -RPCRDMA_ERR_RANGE ? RPCRDMA_EC_TOO_LONG :
+				   RPCRDMA_EC_CHUNK_MISMATCH);
+		return -RPCRDMA_ERR_PROTO;
+	}
+	c->asm_buf = malloc(c->as.total ? c->as.total : 1);
+	if (!c->asm_buf)
+		return -RPCRDMA_ERR_NOMEM;
+	rc = rpcrdma__eng_reg(e, c->asm_buf, c->as.total, RPCRDMA_ACC_LOCAL, &c->asm_mr);
+	if (rc)
+		return rc;
+	if (!c->as.pos_zero)
+		rpcrdma__asm_copy_inline(&c->as, c->asm_buf, m->body);
+	c->state = CALL_READING;
+	c->done_owed = true;
+	e->st.long_replies += c->as.pos_zero;
+	e->st.read_chunks += c->as.nchunks + c->as.pos_zero;
+	c->task.resume = resume_reads;
+	rc = post_reply_reads(e, c);
+	if (rc == -RPCRDMA_ERR_AGAIN) {
+		rpcrdma__eng_stall(e, &c->task);
+		rc = 0;
+	}
+	return rc;
+}
+
+static int reads_or_status(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			   const struct rpcrdma_msg *m)
+{
+	int rc = start_reply_reads(e, c, m);
+
+	return rc ? rc : 1;
+}
+
+static int take_inline(struct rpcrdma_eng_call *c, const struct rpcrdma_msg *m)
+{
+	c->asm_buf = malloc(m->body_len);
+	if (!c->asm_buf)
+		return -RPCRDMA_ERR_NOMEM;
+	memcpy(c->asm_buf, m->body, m->body_len);
+	c->reply = c->asm_buf;
+	c->reply_len = m->body_len;
+	if (m->proc == RPCRDMA_MSGP) {
+		c->msgp_align = m->align;
+		c->msgp_thresh = m->thresh;
+		c->msgp_base = m->hdr_len;
+	}
+	return 0;
+}
+
+/* RDMA_NOMSG with the reply chunk: the server wrote the whole reply there (§5.2). */
+static int take_reply_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			    const struct rpcrdma_msg *m)
+{
+	uint64_t n = rpcrdma_write_chunk_len(&m->reply);
+
+	if (!c->reply_mr || n > c->reply_cap) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_CHUNK_MISMATCH);
+		return -RPCRDMA_ERR_PROTO;
+	}
+	c->reply = c->reply_buf;
+	c->reply_len = (uint32_t)n;
+	e->st.reply_chunk_bytes += n;
+	e->st.long_replies++;
+	return 0;
+}
+
+static int error_status(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			const struct rpcrdma_msg *m)
+{
+	if (m->err == RPCRDMA_WIRE_ERR_VERS) {
+		c->vers_low = m->vers_low;
+		c->vers_high = m->vers_high;
+		rpcrdma__eng_count(e, RPCRDMA_EC_ERR_VERS_RCVD);
+		return -RPCRDMA_ERR_VERSION;
+	}
+	rpcrdma__eng_count(e, RPCRDMA_EC_ERR_CHUNK_RCVD);
+	return -RPCRDMA_ERR_PROTO;
+}
+
+/* Returns 1 while the reply is still being pulled, else the call's status. */
+static int process_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			 const struct rpcrdma_msg *m)
+{
+	int rc;
+
+	switch (m->proc) {
+	case RPCRDMA_ERROR:
+		return error_status(e, c, m);
+	case RPCRDMA_MSG:
+	case RPCRDMA_MSGP:
+		if (rpcrdma__get32(m->body + 4) != RPCRDMA_RPC_REPLY) {
+			rpcrdma__eng_count(e, RPCRDMA_EC_UNEXPECTED);
+			return -RPCRDMA_ERR_PROTO;
+		}
+		rc = take_write_list(e, c, m);
+		if (rc) {
+			rpcrdma__eng_count(e, RPCRDMA_EC_CHUNK_MISMATCH);
+			return rc;
+		}
+		if (m->nreads)
+			return reads_or_status(e, c, m);
+		return take_inline(c, m);
+	case RPCRDMA_NOMSG:
+		rc = take_write_list(e, c, m);
+		if (rc) {
+			rpcrdma__eng_count(e, RPCRDMA_EC_CHUNK_MISMATCH);
+			return rc;
+		}
+		if (m->has_reply && rpcrdma_write_chunk_len(&m->reply))
+			return take_reply_chunk(e, c, m);
+		if (m->nreads)
+			return reads_or_status(e, c, m);
+		rpcrdma__eng_count(e, RPCRDMA_EC_CHUNK_MISMATCH);
+		return -RPCRDMA_ERR_PROTO;
+	default:
+		return -RPCRDMA_ERR_PROTO;
+	}
+}
+
+/* Returns whether the message answered a call (and so used that call's receive). */
+bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
+			      uint64_t now)
+{
+	struct rpcrdma_decode_status ds;
+	struct rpcrdma_eng_call *c;
+	int rc;
+
+	(void)now;
+	if (len < RPCRDMA_FIXED_HDR_LEN) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_DECODE);
+		return false;
+	}
+	if (rpcrdma__get32(buf + 12) < 5)
+		e->st.rcvd[rpcrdma__get32(buf + 12)]++;
+	c = find_sent(e, rpcrdma__get32(buf));
+	if (!c) {
+		/* a reply for nothing pending changes nothing, credits included */
+		rpcrdma__eng_count(e, RPCRDMA_EC_UNKNOWN_XID);
+		return false;
+	}
+	rc = rpcrdma_decode(buf, len, RPCRDMA_DIR_REPLY, &e->cfg.limits, &c->msg, &ds);
+	if (rc) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_DECODE);
+		complete(e, c, -RPCRDMA_ERR_PROTO);
+		return true;
+	}
+	if (c->msg.proc == RPCRDMA_DONE) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_UNEXPECTED);
+		return false;
+	}
+	take_credits(e, c->msg.credits);
+	e->st.replies++;
+	if (c->user_freed) {
+		complete(e, c, -RPCRDMA_ERR_TIMEDOUT);
+		return true;
+	}
+	rc = process_reply(e, c, &c->msg);
+	if (rc == 1)
+		return true;
+	/* reads that never started owe no DONE */
+	c->done_owed = false;
+	complete(e, c, rc);
+	return true;
+}
+
+/* ---- RDMA_DONE ---- */
+
+static int send_done(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
+{
+	struct rpcrdma_msg_storage st;
+	struct rpcrdma_msg m;
+	struct eng_buf *b;
+	int n, rc;
+
+	if (!e->sfree || !rpcrdma__eng_sq_room(e, 1))
+		return -RPCRDMA_ERR_AGAIN;
+	rpcrdma_msg_bind(&m, &st);
+	m.xid = c->xid;
+	m.vers = RPCRDMA_VERSION;
+	m.credits = e->cfg.max_credits;
+	m.proc = RPCRDMA_DONE;
+	b = rpcrdma__eng_sbuf_get(e);
+	n = rpcrdma_encode(&m, b->mem, e->inline_send);
+	b->send_for = SEND_DONE;
+	rc = n < 0 ? n : rpcrdma__eng_post_send(e, b, (uint32_t)n, RPCRDMA_DONE);
+	if (rc) {
+		rpcrdma__eng_sbuf_put(e, b);
+		return rc;
+	}
+	/* the credit now belongs to the DONE until its Send completes */
+	c->holds_credit = false;
+	c->done_owed = false;
+	return 0;
+}
+
+static int resume_done(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
+{
+	struct rpcrdma_eng_call *c = (struct rpcrdma_eng_call *)((char *)t -
+		offsetof(struct rpcrdma_eng_call, task));
+	int rc;
+
+	(void)now;
+	rc = send_done(e, c);
+	if (rc == -RPCRDMA_ERR_AGAIN)
+		return rc;
+	if (rc) {
+		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+		return 0;
+	}
+	complete(e, c, c->status);
+	return 0;
+}
+
+void rpcrdma__eng_client_read_done(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+				   int status, uint64_t now)
+{
+	c->reads_pending--;
+	if (status && !c->status) {
+		c->status = status;
+		rpcrdma__eng_count(e, RPCRDMA_EC_RDMA_FAILED);
+	}
+	if (c->reads_pending)
+		return;
+	if (c->state != CALL_READING) {
+		/* completed meanwhile (disconnect); free it if abandoned */
+		if (c->user_freed) {
+			list_unlink(&e->inflight, c);
+			free_call(c);
+		}
+		return;
+	}
+	if (!c->status) {
+		rpcrdma__asm_zero_pads(&c->as, c->asm_buf);
+		c->reply = c->asm_buf;
+		c->reply_len = (uint32_t)c->as.total;
+	} else {
+		c->status = -RPCRDMA_ERR_IO;
+	}
+	c->task.resume = resume_done;
+	rpcrdma__eng_stall(e, &c->task);
+	(void)now;
+}
+
+void rpcrdma__eng_client_done_sent(struct rpcrdma_eng *e)
+{
+	e->in_use--;
+}
+
+/* ---- timers, failure, teardown ---- */
+
+uint64_t rpcrdma__eng_client_tick(struct rpcrdma_eng *e, uint64_t now)
+{
+	struct rpcrdma_eng_call *c, *next;
+
+	for (c = e->waitq_head; c; c = next) {
+		next = c->next;
+		if (c->deadline <= now) {
+			rpcrdma__eng_count(e, RPCRDMA_EC_CREDIT_TIMEOUT);
+			complete(e, c, -RPCRDMA_ERR_TIMEDOUT);
+		}
+	}
+	/* the queue is in deadline order */
+	return e->waitq_head ? e->waitq_head->deadline : UINT64_MAX;
+}
+
+void rpcrdma__eng_client_fail_all(struct rpcrdma_eng *e, int reason)
+{
+	struct rpcrdma_eng_call *c, *next;
+
+	while ((c = e->waitq_head) != NULL)
+		complete(e, c, reason);
+	for (c = e->inflight; c; c = next) {
+		next = c->next;
+		if (c->state == CALL_SENT || c->state == CALL_READING) {
+			c->done_owed = false;
+			complete(e, c, reason);
+		}
+	}
+}
+
+void rpcrdma__eng_client_destroy(struct rpcrdma_eng *e)
+{
+	struct rpcrdma_eng_call *c;
+
+	while ((c = e->waitq_head) != NULL) {
+		waitq_unlink(e, c);
+		release_mrs(e, c);
+		free_call(c);
+	}
+	while ((c = e->inflight) != NULL) {
+		list_unlink(&e->inflight, c);
+		release_mrs(e, c);
+		free_call(c);
+	}
+}
+
+/* ---- accessors ---- */
+
+void *rpcrdma_eng_call_user(const struct rpcrdma_eng_call *c)
+{
+	return c->user;
+}
+
+int rpcrdma_eng_call_status(const struct rpcrdma_eng_call *c)
+{
+	return c->state == CALL_COMPLETE ? c->status : -RPCRDMA_ERR_AGAIN;
+}
+
+const void *rpcrdma_eng_call_reply(const struct rpcrdma_eng_call *c, uint32_t *len)
+{
+	if (len)
+		*len = c->status ? 0 : c->reply_len;
+	return c->status ? NULL : c->reply;
+}
+
+void rpcrdma_eng_call_vers(const struct rpcrdma_eng_call *c, uint32_t *low, uint32_t *high)
+{
+	*low = c->vers_low;
+	*high = c->vers_high;
+}
+
+void rpcrdma_eng_call_msgp(const struct rpcrdma_eng_call *c, uint32_t *align, uint32_t *thresh,
+			   uint32_t *base)
+{
+	*align = c->msgp_align;
+	*thresh = c->msgp_thresh;
+	*base = c->msgp_base;
+}
+
+/* Freeing a call still in progress abandons it: its memory is withdrawn from the peer
+ * at once; a call already sent keeps its credit until its reply (or the connection's
+ * end) shows the server is done with it. */
+void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c)
+{
+	struct rpcrdma_eng *e;
+
+	if (!c)
+		return;
+	e = c->e;
+	switch (c->state) {
+	case CALL_WAITING:
+		waitq_unlink(e, c);
+		release_mrs(e, c);
+		free_call(c);
+		return;
+	case CALL_SENT:
+	case CALL_READING:
+		release_mrs(e, c);
+		c->user_freed = true;
+		return;
+	default:
+		if (c->reads_pending) {
+			c->user_freed = true;
+			return;
+		}
+		list_unlink(&e->inflight, c);
+		free_call(c);
+	}
+}

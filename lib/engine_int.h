@@ -1,0 +1,240 @@
+/* Internal to the engine (lib/engine*.c). */
+#ifndef RPCRDMA_ENGINE_INT_H
+#define RPCRDMA_ENGINE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rpcrdma/engine.h"
+
+/* What a posted operation's context points at. */
+enum eng_op_kind { OPK_RECV = 1, OPK_SEND, OPK_CALL_READ, OPK_REQ_RDMA };
+
+struct eng_op {
+	uint32_t kind;
+	void *owner;
+};
+
+/* Who a Send buffer was used for: decides what its completion releases. */
+enum eng_send_for { SEND_CALL = 1, SEND_DONE, SEND_REPLY, SEND_ERROR };
+
+/* A slot in the registered receive or send area. */
+struct eng_buf {
+	struct eng_op op;
+	uint8_t *mem;
+	struct eng_buf *next;     /* free list */
+	uint32_t send_for;        /* enum eng_send_for */
+	void *owner;              /* the req a reply Send belongs to */
+};
+
+/* Work that waits for a resource (Send buffer, receive buffer, send-queue room). */
+struct eng_task {
+	struct eng_task *next;
+	int (*resume)(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now);
+	bool queued;
+};
+
+/* The inline stream and the read chunks to put back into it (RFC 5666 §3.4). */
+struct eng_asm_chunk {
+	uint32_t first, nsegs;     /* read-list entries */
+	uint64_t dst;              /* where its bytes go in the assembled stream */
+	uint32_t len;
+};
+
+#define ENG_MAX_ASM (RPCRDMA_DEF_LIST_CHUNKS + 1u)
+
+struct eng_asm {
+	uint32_t nchunks;
+	struct eng_asm_chunk chunks[ENG_MAX_ASM];   /* non-zero positions */
+	/* inline pieces: bytes [src, src+len) of the inline stream go to dst */
+	uint32_t npieces;
+	struct { uint64_t src, dst, len; } pieces[ENG_MAX_ASM + 1];
+	uint64_t total;
+	bool pos_zero;                 /* the inline stream is itself read chunk 0 */
+	uint32_t p0_first, p0_nsegs;
+};
+
+enum call_state { CALL_WAITING = 1, CALL_SENT, CALL_READING, CALL_COMPLETE };
+
+struct rpcrdma_eng_call {
+	struct rpcrdma_eng *e;
+	struct rpcrdma_eng_call *next, *prev;    /* wait queue, then in-flight list */
+	struct eng_task task;
+	struct eng_op op;              /* RDMA Reads of a reply's read chunks */
+	const struct rpcrdma_call_args *a;
+	void *user;
+	uint32_t state;
+	uint32_t xid;
+	int status;
+	bool user_freed;               /* timed out and freed: a late reply only frees it */
+	bool holds_credit;
+	bool done_owed;                /* send RDMA_DONE once the reads are done */
+	uint32_t reads_pending;
+	uint64_t deadline;
+	struct rpcrdma_mr **mrs;       /* chunks of this call */
+	uint32_t nmrs, mrs_cap;
+	struct rpcrdma_mr *reply_mr;   /* the reply chunk offered */
+	uint8_t *reply_buf;
+	uint32_t reply_cap;
+	struct rpcrdma_mr *asm_mr;     /* a reply with read chunks, reassembled */
+	uint8_t *asm_buf;              /* ... or an inline reply, copied */
+	uint32_t proc;                 /* form of the call */
+	uint32_t mask;                 /* items sent inline (RDMA_MSGP) */
+	uint32_t inline_len;
+	bool credit_counted;           /* counted once in credit_waits */
+	const uint8_t *reply;
+	uint32_t reply_len;
+	uint32_t vers_low, vers_high;
+	uint32_t msgp_align, msgp_thresh, msgp_base;
+	struct rpcrdma_msg_storage *hdr;   /* decoded reply header while reading */
+	struct rpcrdma_msg msg;
+	struct eng_asm as;
+};
+
+enum req_state { REQ_READING = 1, REQ_UPPER, REQ_SENDING, REQ_WAIT_DONE, REQ_FINISHED };
+
+struct rpcrdma_eng_req {
+	struct rpcrdma_eng *e;
+	struct rpcrdma_eng_req *next, *prev;   /* all live requests */
+	struct eng_task task;
+	struct eng_op op;              /* RDMA Reads of the call, Writes of the reply */
+	void *user;
+	uint32_t state;
+	uint32_t xid;
+	uint32_t credits_asked;
+	int status;
+	bool outstanding;              /* counts against the client's grant */
+	bool dead;                     /* the connection is gone */
+	uint32_t ops_pending;          /* RDMA operations posted */
+	uint32_t ops_failed;
+	bool send_posted;
+	bool reply_sent;               /* the Send completed */
+	uint8_t *call;                 /* the assembled call */
+	uint32_t call_len;
+	struct rpcrdma_mr *call_mr;
+	uint32_t in_align, in_thresh, in_base;   /* MSGP parameters of the call */
+	/* the call's write list and reply chunk, copied out of the receive buffer */
+	uint32_t nwrites;
+	struct rpcrdma_write_chunk writes[RPCRDMA_DEF_LIST_CHUNKS];
+	bool has_reply;
+	struct rpcrdma_write_chunk reply;
+	struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
+	/* the reply being sent */
+	struct rpcrdma_msg out;
+	struct rpcrdma_read_segment out_reads[RPCRDMA_DEF_LIST_CHUNKS];
+	struct rpcrdma_write_chunk out_writes[RPCRDMA_DEF_LIST_CHUNKS];
+	struct rpcrdma_segment out_segs[RPCRDMA_DEF_TOTAL_SEGS];
+	struct rpcrdma_mr *mrs[RPCRDMA_DEF_LIST_CHUNKS + 2];
+	uint32_t nmrs;
+	uint8_t *flat;                 /* copy of a reply built from several pieces */
+	uint32_t form;                 /* proc of the reply, or RDMA_ERROR */
+	uint32_t err_code;
+	uint32_t inline_mask;          /* items that travel inline */
+	const struct rpcrdma_reply_args *args;
+	bool upper_saw;                /* handed up: reply_done is owed */
+	bool awaits_done;              /* read chunks offered: RDMA_DONE releases them */
+	bool done_rcvd;
+	uint32_t nwr;                  /* RDMA Writes to post */
+	struct {
+		struct rpcrdma_sge local;
+		const struct rpcrdma_segment *remote;
+		uint32_t nremote;
+	} wr[RPCRDMA_DEF_LIST_CHUNKS + 1];
+	uint64_t done_deadline;
+	struct eng_asm as;
+	struct rpcrdma_msg_storage in_hdr;   /* decoded call header while reading */
+	struct rpcrdma_msg in;
+};
+
+struct rpcrdma_eng {
+	struct rpcrdma_eng_config cfg;
+	struct rpcrdma_eng_lower lo;
+	struct rpcrdma_eng_upper up;
+	struct rpcrdma_eng_stats st;
+	bool started, dead;
+	int dead_reason;
+	uint32_t inline_send;          /* in effect: ours capped by the peer's receive size */
+	uint32_t inline_recv;
+	/* buffers */
+	uint8_t *rmem, *smem;
+	struct rpcrdma_mr *rmr, *smr;
+	struct eng_buf *rbufs, *sbufs;
+	uint32_t nrbufs, nsbufs;
+	struct eng_buf *rfree, *sfree;
+	uint32_t recvs_posted;
+	uint32_t sq_used;
+	/* client */
+	uint32_t granted;
+	uint32_t in_use;               /* calls and DONEs counted against the grant */
+	uint32_t next_xid_unused;
+	struct rpcrdma_eng_call *waitq_head, *waitq_tail;
+	struct rpcrdma_eng_call *inflight;
+	/* server */
+	uint32_t outstanding;          /* calls received, reply not yet sent */
+	uint32_t grant_hi;             /* highest grant sent */
+	uint32_t pool_taken;           /* receive buffers counted in cfg.pool */
+	uint32_t done_pending;
+	struct rpcrdma_eng_req *reqs;
+	/* work waiting for resources */
+	struct eng_task *stall_head, *stall_tail;
+	uint32_t in_callback;
+};
+
+/* engine.c */
+void rpcrdma__eng_fail(struct rpcrdma_eng *e, int reason, uint32_t ec);
+void rpcrdma__eng_count(struct rpcrdma_eng *e, uint32_t ec);
+struct eng_buf *rpcrdma__eng_sbuf_get(struct rpcrdma_eng *e);
+void rpcrdma__eng_sbuf_put(struct rpcrdma_eng *e, struct eng_buf *b);
+int rpcrdma__eng_post_send(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len,
+			   uint32_t proc);
+int rpcrdma__eng_post_recv(struct rpcrdma_eng *e);
+void rpcrdma__eng_stall(struct rpcrdma_eng *e, struct eng_task *t);
+bool rpcrdma__eng_sq_room(const struct rpcrdma_eng *e, uint32_t n);
+int rpcrdma__eng_reg(struct rpcrdma_eng *e, void *addr, size_t len, unsigned acc,
+		     struct rpcrdma_mr **out);
+void rpcrdma__eng_dereg(struct rpcrdma_eng *e, struct rpcrdma_mr **mr);
+void rpcrdma__eng_unstall(struct rpcrdma_eng *e, struct eng_task *t);
+uint32_t rpcrdma__eng_take_recvs(struct rpcrdma_eng *e, uint32_t want);
+void rpcrdma__eng_limits(const struct rpcrdma_eng *e, struct rpcrdma_limits *lim);
+
+/* engine_chunks.c */
+int rpcrdma__asm_plan(struct eng_asm *as, const struct rpcrdma_msg *m, uint64_t inline_len,
+		      uint64_t max_total);
+void rpcrdma__asm_copy_inline(const struct eng_asm *as, uint8_t *dst, const uint8_t *src);
+uint32_t rpcrdma__asm_p0_sges(const struct eng_asm *as, struct rpcrdma_mr *mr, uint8_t *dst,
+			      struct rpcrdma_sge *sge);
+void rpcrdma__asm_zero_pads(const struct eng_asm *as, uint8_t *dst);
+void rpcrdma__fill_segments(struct rpcrdma_segment *out, const struct rpcrdma_write_chunk *c,
+			    uint64_t len);
+uint64_t rpcrdma__flatten(uint8_t *dst, const uint8_t *xdr, uint32_t xdr_len,
+			  const struct rpcrdma_ddp_item *items, uint32_t nitems, uint32_t mask,
+			  uint32_t align, uint32_t thresh, uint32_t base);
+int rpcrdma__check_items(const struct rpcrdma_ddp_item *items, uint32_t nitems, uint32_t xdr_len);
+uint32_t rpcrdma__hdr_chunks_len(uint32_t nreads, uint32_t nwrite_chunks,
+				 uint32_t nwrite_segs, uint32_t reply_segs, bool has_reply);
+
+/* engine_client.c / engine_server.c */
+bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
+			      uint64_t now);
+void rpcrdma__eng_client_read_done(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+				   int status, uint64_t now);
+void rpcrdma__eng_client_done_sent(struct rpcrdma_eng *e);
+void rpcrdma__eng_client_fail_all(struct rpcrdma_eng *e, int reason);
+uint64_t rpcrdma__eng_client_tick(struct rpcrdma_eng *e, uint64_t now);
+void rpcrdma__eng_client_pump(struct rpcrdma_eng *e, uint64_t now);
+void rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
+			      uint64_t now);
+void rpcrdma__eng_server_rdma_done(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+				   int status, uint64_t now);
+void rpcrdma__eng_server_sent(struct rpcrdma_eng *e, struct eng_buf *b, int status);
+void rpcrdma__eng_server_fail_all(struct rpcrdma_eng *e);
+uint64_t rpcrdma__eng_server_tick(struct rpcrdma_eng *e, uint64_t now);
+void rpcrdma__eng_server_destroy(struct rpcrdma_eng *e);
+void rpcrdma__eng_client_destroy(struct rpcrdma_eng *e);
+
+static inline uint32_t eng_roundup4(uint32_t n)
+{
+	return (n + 3u) & ~3u;
+}
+
+#endif

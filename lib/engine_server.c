@@ -1,0 +1,946 @@
+/* The responder side of the engine (RFC 5666 §3-§5, RFC 8166 §4.5): validate each
+ * message, answer ERR_VERS / ERR_CHUNK, pull read chunks, hand the call up; send the
+ * reply inline, with its results RDMA-Written into write chunks, the whole reply written
+ * into the reply chunk, or (when configured) offered as read chunks until RDMA_DONE.
+ * Credits are granted by policy and a client beyond its grant is disconnected. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "xdr_be.h"
+
+static struct rpcrdma_eng_req *req_of_task(struct eng_task *t)
+{
+	return (struct rpcrdma_eng_req *)((char *)t - offsetof(struct rpcrdma_eng_req, task));
+}
+
+static void req_unlink(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else if (e->reqs == r)
+		e->reqs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+}
+
+static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nmrs; i++)
+		rpcrdma__eng_dereg(e, &r->mrs[i]);
+	r->nmrs = 0;
+	rpcrdma__eng_dereg(e, &r->call_mr);
+}
+
+static void req_free(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	req_unlink(e, r);
+	free(r->call);
+	free(r->flat);
+	free(r);
+}
+
+static bool req_busy(const struct rpcrdma_eng_req *r)
+{
+	return r->ops_pending || r->send_posted;
+}
+
+/* The request is over for the engine; the object goes once nothing posted refers to it. */
+static void finish(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, int status)
+{
+	bool tell = r->upper_saw && r->state != REQ_FINISHED;
+
+	rpcrdma__eng_unstall(e, &r->task);
+	release_mrs(e, r);
+	if (r->outstanding) {
+		r->outstanding = false;
+		e->outstanding--;
+	}
+	if (r->awaits_done) {
+		r->awaits_done = false;
+		e->done_pending--;
+	}
+	r->state = REQ_FINISHED;
+	if (tell && e->up.reply_done)
+		e->up.reply_done(e->up.ctx, r, status);
+	if (!req_busy(r))
+		req_free(e, r);
+}
+
+/* ---- credits (RFC 5666 §3.3) ---- */
+
+/* Grant what the client asks, within the per-connection cap and the receive buffers this
+ * connection could post (shared budget), with one receive kept for every RDMA_DONE
+ * awaited; receives are posted before the grant leaves; never 0. */
+static uint32_t grant_credits(struct rpcrdma_eng *e, const struct rpcrdma_eng_req *r)
+{
+	uint32_t want = r->credits_asked, owned, g;
+
+	if (want == 0)
+		want = 1;
+	if (want > e->cfg.max_credits)
+		want = e->cfg.max_credits;
+	owned = rpcrdma__eng_take_recvs(e, want + e->done_pending);
+	g = owned > e->done_pending ? owned - e->done_pending : 1;
+	if (g > want)
+		g = want;
+	if (g > e->grant_hi)
+		e->grant_hi = g;
+	e->st.credits_granted = g;
+	if (g > e->st.credits_max)
+		e->st.credits_max = g;
+	return g;
+}
+
+/* ---- sending a reply ---- */
+
+static int encode_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, struct eng_buf *b)
+{
+	const struct rpcrdma_reply_args *a = r->args;
+	struct rpcrdma_msg *m = &r->out;
+	int n;
+
+	m->proc = r->form;
+	m->credits = grant_credits(e, r);
+	n = rpcrdma_encode(m, b->mem, e->inline_send);
+	if (n < 0)
+		return n;
+	if (r->form == RPCRDMA_MSG || r->form == RPCRDMA_MSGP)
+		n += (int)rpcrdma__flatten(b->mem + n, a->xdr, a->xdr_len, a->items, a->nitems,
+					   r->inline_mask, m->align, m->thresh, (uint32_t)n);
+	return n;
+}
+
+static int post_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	struct eng_buf *b = rpcrdma__eng_sbuf_get(e);
+	int n, rc;
+
+	n = encode_reply(e, r, b);
+	if (n < 0) {
+		rpcrdma__eng_sbuf_put(e, b);
+		return n;
+	}
+	b->send_for = r->form == RPCRDMA_ERROR ? SEND_ERROR : SEND_REPLY;
+	b->owner = r;
+	rc = rpcrdma__eng_post_send(e, b, (uint32_t)n, r->form);
+	if (rc) {
+		rpcrdma__eng_sbuf_put(e, b);
+		return rc;
+	}
+	r->send_posted = true;
+	/* once the reply is on its way the client may reuse the credit */
+	if (r->outstanding) {
+		r->outstanding = false;
+		e->outstanding--;
+	}
+	if (r->form != RPCRDMA_ERROR)
+		e->st.replies++;
+	return 0;
+}
+
+static int post_writes(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < r->nwr; i++) {
+		e->sq_used++;
+		rc = e->lo.post_write(e->lo.ctx, &r->wr[i].local, 1, r->wr[i].remote,
+				      r->wr[i].nremote, &r->op);
+		if (rc) {
+			e->sq_used--;
+			return rc;
+		}
+		r->ops_pending++;
+		e->st.rdma_writes++;
+		e->st.rdma_write_bytes += r->wr[i].local.len;
+	}
+	r->nwr = 0;
+	return 0;
+}
+
+/* RDMA Writes, then the Send: posted together when the provider places Writes before a
+ * later Send (RFC 5666 §2's ordering), else the Send waits for the Writes' completions. */
+static int transmit(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	bool ordered = e->cfg.write_send_ordered || r->nwr == 0;
+	uint32_t need = r->nwr + (ordered ? 1u : 0u);
+	int rc;
+
+	if (r->nwr == 0 && r->ops_pending)
+		return 0;    /* the Send waits for Writes already posted */
+	if (!rpcrdma__eng_sq_room(e, need) || (ordered && !e->sfree))
+		return -RPCRDMA_ERR_AGAIN;
+	rc = post_writes(e, r);
+	if (!rc && ordered)
+		rc = post_send(e, r);
+	return rc;
+}
+
+static int resume_transmit(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
+{
+	struct rpcrdma_eng_req *r = req_of_task(t);
+	int rc;
+
+	(void)now;
+	rc = transmit(e, r);
+	if (rc == -RPCRDMA_ERR_AGAIN)
+		return rc;
+	if (rc)
+		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+	return 0;
+}
+
+static void start_transmit(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	int rc;
+
+	r->state = REQ_SENDING;
+	r->task.resume = resume_transmit;
+	rc = transmit(e, r);
+	if (rc == -RPCRDMA_ERR_AGAIN)
+		rpcrdma__eng_stall(e, &r->task);
+	else if (rc)
+		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+}
+
+/* RDMA_ERROR answering r's call (RFC 5666 §4.3), with its XID. */
+static void reply_error(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint32_t code)
+{
+	struct rpcrdma_msg *m = &r->out;
+
+	release_mrs(e, r);
+	r->nwr = 0;
+	m->proc = RPCRDMA_ERROR;
+	m->err = code;
+	m->vers_low = m->vers_high = RPCRDMA_VERSION;
+	m->nreads = m->nwrites = 0;
+	m->has_reply = 0;
+	r->form = RPCRDMA_ERROR;
+	r->err_code = code;
+	rpcrdma__eng_count(e, code == RPCRDMA_WIRE_ERR_VERS ? RPCRDMA_EC_ERR_VERS_SENT :
+			   RPCRDMA_EC_ERR_CHUNK_SENT);
+	start_transmit(e, r);
+}
+
+/* An RDMA_ERROR for a message that never became a request (it could not be decoded):
+ * sent when a Send buffer is free, else counted and dropped. */
+static void send_error(struct rpcrdma_eng *e, uint32_t xid, uint32_t code)
+{
+	struct rpcrdma_msg_storage st;
+	struct rpcrdma_msg m;
+	struct eng_buf *b;
+	int n;
+
+	if (!e->sfree || !rpcrdma__eng_sq_room(e, 1)) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
+		return;
+	}
+	rpcrdma_msg_bind(&m, &st);
+	m.xid = xid;
+	m.vers = RPCRDMA_VERSION;
+	m.credits = (uint32_t)(e->st.credits_granted ? e->st.credits_granted : 1);
+	m.proc = RPCRDMA_ERROR;
+	m.err = code;
+	m.vers_low = m.vers_high = RPCRDMA_VERSION;
+	b = rpcrdma__eng_sbuf_get(e);
+	n = rpcrdma_encode(&m, b->mem, e->inline_send);
+	b->send_for = SEND_ERROR;
+	if (n < 0 || rpcrdma__eng_post_send(e, b, (uint32_t)n, RPCRDMA_ERROR)) {
+		rpcrdma__eng_sbuf_put(e, b);
+		rpcrdma__eng_fail(e, -RPCRDMA_ERR_IO, RPCRDMA_EC_DISCONNECT);
+		return;
+	}
+	rpcrdma__eng_count(e, code == RPCRDMA_WIRE_ERR_VERS ? RPCRDMA_EC_ERR_VERS_SENT :
+			   RPCRDMA_EC_ERR_CHUNK_SENT);
+}
+
+/* ---- receiving a call ---- */
+
+static void copy_chunk(struct rpcrdma_eng_req *r, uint32_t *k, struct rpcrdma_write_chunk *dst,
+		       const struct rpcrdma_write_chunk *src)
+{
+	dst->segs = &r->segs[*k];
+	dst->nsegs = src->nsegs;
+	memcpy(dst->segs, src->segs, src->nsegs * sizeof(*src->segs));
+	*k += src->nsegs;
+}
+
+/* Keep what the reply needs from the call's header: its write list and reply chunk,
+ * and its read list while the reads are outstanding. */
+static void keep_header(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+			const struct rpcrdma_msg *m)
+{
+	uint32_t i, k = 0;
+
+	for (i = 0; i < m->nwrites; i++) {
+		copy_chunk(r, &k, &r->writes[i], &m->writes[i]);
+		e->st.write_chunks++;
+	}
+	r->nwrites = m->nwrites;
+	if (m->has_reply) {
+		copy_chunk(r, &k, &r->reply, &m->reply);
+		r->has_reply = true;
+		e->st.reply_chunks++;
+	}
+	rpcrdma_msg_bind(&r->in, &r->in_hdr);
+	memcpy(r->in.reads, m->reads, m->nreads * sizeof(*m->reads));
+	r->in.nreads = m->nreads;
+	if (m->proc == RPCRDMA_MSGP) {
+		r->in_align = m->align;
+		r->in_thresh = m->thresh;
+		r->in_base = m->hdr_len;
+	}
+}
+
+static int post_call_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
+	struct rpcrdma_sge sge[ENG_MAX_ASM + 1];
+	uint32_t k, j, n = r->as.nchunks + (r->as.pos_zero ? 1u : 0u);
+	int rc;
+
+	if (!rpcrdma__eng_sq_room(e, n))
+		return -RPCRDMA_ERR_AGAIN;
+	for (k = 0; k <= r->as.nchunks; k++) {
+		uint32_t first, nsegs, nsge;
+
+		if (k == r->as.nchunks) {
+			if (!r->as.pos_zero)
+				break;
+			first = r->as.p0_first;
+			nsegs = r->as.p0_nsegs;
+			nsge = rpcrdma__asm_p0_sges(&r->as, r->call_mr, r->call, sge);
+		} else {
+			first = r->as.chunks[k].first;
+			nsegs = r->as.chunks[k].nsegs;
+			sge[0].mr = r->call_mr;
+			sge[0].addr = r->call + r->as.chunks[k].dst;
+			sge[0].len = r->as.chunks[k].len;
+			nsge = 1;
+		}
+		for (j = 0; j < nsegs; j++) {
+			segs[j] = r->in.reads[first + j].seg;
+			e->st.rdma_read_bytes += segs[j].length;
+		}
+		e->sq_used++;
+		rc = e->lo.post_read(e->lo.ctx, sge, nsge, segs, nsegs, &r->op);
+		if (rc) {
+			e->sq_used--;
+			return rc;
+		}
+		r->ops_pending++;
+		e->st.rdma_reads++;
+	}
+	return 0;
+}
+
+static int resume_reads(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
+{
+	int rc = post_call_reads(e, req_of_task(t));
+
+	(void)now;
+	if (rc == -RPCRDMA_ERR_AGAIN)
+		return rc;
+	if (rc)
+		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+	return 0;
+}
+
+static void hand_up(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	r->state = REQ_UPPER;
+	r->upper_saw = true;
+	e->up.request(e->up.ctx, r);
+}
+
+/* Reassemble the call: inline bytes copied, read chunks pulled into place (RFC 5666
+ * §3.4; a position-zero chunk is the whole call, §3.5). */
+static void start_call(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+		       const struct rpcrdma_msg *m)
+{
+	int rc = rpcrdma__asm_plan(&r->as, m, m->body_len, e->cfg.max_message);
+
+	if (rc) {
+		rpcrdma__eng_count(e, rc == -RPCRDMA_ERR_RANGE ? RPCRDMA_EC_TOO_LONG :
+				   RPCRDMA_EC_DECODE);
+		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
+		return;
+	}
+	r->call_len = (uint32_t)r->as.total;
+	r->call = malloc(r->call_len ? r->call_len : 1);
+	if (!r->call) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
+		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
+		return;
+	}
+	if (!r->as.pos_zero)
+		rpcrdma__asm_copy_inline(&r->as, r->call, m->body);
+	if (!m->nreads) {
+		hand_up(e, r);
+		return;
+	}
+	e->st.read_chunks += r->as.nchunks + r->as.pos_zero;
+	e->st.long_calls += r->as.pos_zero;
+	if (rpcrdma__eng_reg(e, r->call, r->call_len, RPCRDMA_ACC_LOCAL, &r->call_mr)) {
+		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
+		return;
+	}
+	r->state = REQ_READING;
+	r->task.resume = resume_reads;
+	rc = post_call_reads(e, r);
+	if (rc == -RPCRDMA_ERR_AGAIN)
+		rpcrdma__eng_stall(e, &r->task);
+	else if (rc)
+		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+}
+
+static void new_request(struct rpcrdma_eng *e, const struct rpcrdma_msg *m)
+{
+	struct rpcrdma_eng_req *r;
+
+	/* RFC 5666 §3.3: more calls than granted is a fatal error for this connection */
+	if (e->outstanding + 1 > e->grant_hi) {
+		rpcrdma__eng_fail(e, -RPCRDMA_ERR_PROTO, RPCRDMA_EC_CREDIT_OVERRUN);
+		return;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
+		send_error(e, m->xid, RPCRDMA_WIRE_ERR_CHUNK);
+		return;
+	}
+	r->e = e;
+	r->xid = m->xid;
+	r->credits_asked = m->credits;
+	r->op.kind = OPK_REQ_RDMA;
+	r->op.owner = r;
+	r->outstanding = true;
+	r->out.reads = r->out_reads;
+	r->out.reads_cap = RPCRDMA_DEF_LIST_CHUNKS;
+	r->out.writes = r->out_writes;
+	r->out.writes_cap = RPCRDMA_DEF_LIST_CHUNKS;
+	r->out.segs = r->out_segs;
+	r->out.segs_cap = RPCRDMA_DEF_TOTAL_SEGS;
+	r->out.xid = r->xid;
+	r->out.vers = RPCRDMA_VERSION;
+	e->outstanding++;
+	r->next = e->reqs;
+	if (e->reqs)
+		e->reqs->prev = r;
+	e->reqs = r;
+	e->st.calls++;
+	keep_header(e, r, m);
+	start_call(e, r, m);
+}
+
+static void on_done(struct rpcrdma_eng *e, uint32_t xid)
+{
+	struct rpcrdma_eng_req *r;
+
+	for (r = e->reqs; r; r = r->next)
+		if (r->awaits_done && r->xid == xid && r->state == REQ_WAIT_DONE)
+			break;
+	if (!r) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_UNKNOWN_XID);
+		return;
+	}
+	if (r->send_posted) {
+		r->done_rcvd = true;   /* released when the Send completes */
+		return;
+	}
+	finish(e, r, 0);
+}
+
+void rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
+			      uint64_t now)
+{
+	struct rpcrdma_msg_storage st;
+	struct rpcrdma_decode_status ds;
+	struct rpcrdma_msg m;
+
+	(void)now;
+	if (len >= RPCRDMA_FIXED_HDR_LEN && rpcrdma__get32(buf + 12) < 5)
+		e->st.rcvd[rpcrdma__get32(buf + 12)]++;
+	if (len < 4) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_DECODE);   /* no XID to answer with */
+		return;
+	}
+	rpcrdma_msg_bind(&m, &st);
+	if (rpcrdma_decode(buf, len, RPCRDMA_DIR_CALL, &e->cfg.limits, &m, &ds)) {
+		/* RFC 5666 §4.3: ERR_VERS or ERR_CHUNK, with the message's XID */
+		rpcrdma__eng_count(e, RPCRDMA_EC_DECODE);
+		send_error(e, rpcrdma__get32(buf), ds.answer);
+		return;
+	}
+	switch (m.proc) {
+	case RPCRDMA_DONE:
+		on_done(e, m.xid);
+		return;
+	case RPCRDMA_ERROR:
+		rpcrdma__eng_count(e, RPCRDMA_EC_UNEXPECTED);
+		return;
+	case RPCRDMA_MSG:
+	case RPCRDMA_MSGP:
+		if (rpcrdma__get32(m.body + 4) != RPCRDMA_RPC_CALL) {
+			/* a backward-direction reply (RFC 8167): no backchannel here */
+			rpcrdma__eng_count(e, RPCRDMA_EC_UNEXPECTED);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	new_request(e, &m);
+}
+
+/* ---- RDMA completions ---- */
+
+static void reads_done(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	rpcrdma__eng_dereg(e, &r->call_mr);
+	if (r->ops_failed) {
+		/* RFC 8166 §4.5: a read chunk that cannot be pulled is answered ERR_CHUNK */
+		r->ops_failed = 0;
+		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
+		return;
+	}
+	rpcrdma__asm_zero_pads(&r->as, r->call);
+	hand_up(e, r);
+}
+
+void rpcrdma__eng_server_rdma_done(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+				   int status, uint64_t now)
+{
+	(void)now;
+	r->ops_pending--;
+	if (status) {
+		r->ops_failed++;
+		rpcrdma__eng_count(e, RPCRDMA_EC_RDMA_FAILED);
+	}
+	if (r->ops_pending)
+		return;
+	if (r->state == REQ_FINISHED) {
+		if (!req_busy(r))
+			req_free(e, r);
+		return;
+	}
+	if (r->state == REQ_READING) {
+		reads_done(e, r);
+		return;
+	}
+	if (r->state == REQ_SENDING && !r->send_posted) {
+		/* Writes placed: the Send may go (unordered provider) */
+		if (r->ops_failed) {
+			finish(e, r, -RPCRDMA_ERR_IO);
+			return;
+		}
+		start_transmit(e, r);
+	}
+}
+
+void rpcrdma__eng_server_sent(struct rpcrdma_eng *e, struct eng_buf *b, int status)
+{
+	struct rpcrdma_eng_req *r = b->owner;
+
+	if (!r)
+		return;
+	r->send_posted = false;
+	if (r->state == REQ_FINISHED) {
+		if (!req_busy(r))
+			req_free(e, r);
+		return;
+	}
+	if (status) {
+		finish(e, r, status);
+		return;
+	}
+	if (r->form == RPCRDMA_ERROR) {
+		finish(e, r, -RPCRDMA_ERR_NOSPC);
+		return;
+	}
+	if (r->awaits_done && !r->done_rcvd) {
+		r->state = REQ_WAIT_DONE;
+		return;
+	}
+	finish(e, r, 0);
+}
+
+/* ---- the reply (RFC 5666 §3.6, §4.3, §5; RFC 8166 §4.5) ---- */
+
+static int reg_out(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, const void *addr,
+		   uint32_t len, unsigned acc, struct rpcrdma_mr **mr)
+{
+	int rc = rpcrdma__eng_reg(e, (void *)addr, len, acc, mr);
+
+	if (!rc)
+		r->mrs[r->nmrs++] = *mr;
+	return rc;
+}
+
+static uint32_t nonzero_segs(const struct rpcrdma_segment *s, uint32_t n)
+{
+	uint32_t i = 0;
+
+	while (i < n && s[i].length)
+		i++;
+	return i;
+}
+
+/* The write list echoed: item i goes into write chunk i when there is one large enough;
+ * every chunk returns with the lengths written (zero when unused). */
+static int place_writes(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+			const struct rpcrdma_reply_args *a, uint32_t *placed, bool use)
+{
+	struct rpcrdma_msg *m = &r->out;
+	uint32_t i, k = 0;
+	int rc;
+
+	*placed = 0;
+	for (i = 0; i < r->nwrites; i++) {
+		const struct rpcrdma_write_chunk *c = &r->writes[i];
+		uint64_t len = 0;
+
+		if (use && i < a->nitems && a->items[i].len <= rpcrdma_write_chunk_len(c)) {
+			len = a->items[i].len;
+			*placed |= 1u << i;
+		}
+		m->writes[i].segs = &m->segs[k];
+		m->writes[i].nsegs = c->nsegs;
+		rpcrdma__fill_segments(&m->segs[k], c, len);
+		k += c->nsegs;
+		if (len) {
+			struct rpcrdma_mr *mr;
+
+			rc = reg_out(e, r, a->items[i].data, a->items[i].len, RPCRDMA_ACC_LOCAL, &mr);
+			if (rc)
+				return rc;
+			r->wr[r->nwr].local.mr = mr;
+			r->wr[r->nwr].local.addr = (void *)a->items[i].data;
+			r->wr[r->nwr].local.len = a->items[i].len;
+			r->wr[r->nwr].remote = m->writes[i].segs;
+			r->wr[r->nwr].nremote = nonzero_segs(m->writes[i].segs, c->nsegs);
+			r->nwr++;
+			e->st.write_chunk_bytes += len;
+		}
+	}
+	m->nwrites = r->nwrites;
+	return 0;
+}
+
+static uint32_t wsegs(const struct rpcrdma_eng_req *r)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < r->nwrites; i++)
+		n += r->writes[i].nsegs;
+	return n;
+}
+
+static uint32_t popcount(uint32_t x)
+{
+	uint32_t n = 0;
+
+	for (; x; x &= x - 1)
+		n++;
+	return n;
+}
+
+/* RDMA_MSGP when configured: every item inline, padded, if it fits (RFC 5666 §4.3). */
+static bool try_msgp(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+		     const struct rpcrdma_reply_args *a)
+{
+	uint32_t placed, base, all = (1u << a->nitems) - 1u;
+	uint64_t len;
+
+	if (!e->cfg.msgp_align || !a->nitems)
+		return false;
+	base = rpcrdma__hdr_chunks_len(0, r->nwrites, wsegs(r), 0, false) + 8u;
+	len = rpcrdma__flatten(NULL, a->xdr, a->xdr_len, a->items, a->nitems, all,
+			       e->cfg.msgp_align, e->cfg.msgp_thresh, base);
+	if (base + len > e->inline_send || place_writes(e, r, a, &placed, false))
+		return false;
+	r->form = RPCRDMA_MSGP;
+	r->out.align = e->cfg.msgp_align;
+	r->out.thresh = e->cfg.msgp_thresh;
+	r->inline_mask = all;
+	return true;
+}
+
+/* RFC 5666 mode: items without a write chunk offered as read chunks at their positions. */
+static int offer_read_chunks(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+			     const struct rpcrdma_reply_args *a, uint32_t items)
+{
+	struct rpcrdma_msg *m = &r->out;
+	uint32_t i, removed = 0;
+	int rc;
+
+	for (i = 0; i < a->nitems; i++) {
+		struct rpcrdma_mr *mr;
+
+		if (!(items & (1u << i)))
+			continue;
+		if (a->items[i].len) {
+			rc = reg_out(e, r, a->items[i].data, a->items[i].len,
+				     RPCRDMA_ACC_REMOTE_READ, &mr);
+			if (rc)
+				return rc;
+			m->reads[m->nreads].position = a->items[i].offset + removed;
+			m->reads[m->nreads].seg.handle = mr->handle;
+			m->reads[m->nreads].seg.length = a->items[i].len;
+			m->reads[m->nreads].seg.offset = mr->offset;
+			m->nreads++;
+			e->st.read_chunks++;
+			e->st.read_chunk_bytes += a->items[i].len;
+		}
+		removed += eng_roundup4(a->items[i].len);
+	}
+	r->awaits_done = true;
+	e->done_pending++;
+	return 0;
+}
+
+/* The whole reply stream (items not placed in write chunks back inline) as one buffer:
+ * the caller's own when nothing needs inserting. */
+static const uint8_t *flat_reply(struct rpcrdma_eng_req *r, const struct rpcrdma_reply_args *a,
+				 uint32_t mask, uint64_t len)
+{
+	if (!mask)
+		return a->xdr;
+	r->flat = malloc(len);
+	if (r->flat)
+		rpcrdma__flatten(r->flat, a->xdr, a->xdr_len, a->items, a->nitems, mask, 0, 0, 0);
+	return r->flat;
+}
+
+static int use_reply_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+			   const uint8_t *flat, uint64_t len)
+{
+	struct rpcrdma_msg *m = &r->out;
+	struct rpcrdma_segment *segs = &m->segs[wsegs(r)];
+	struct rpcrdma_mr *mr;
+	int rc = reg_out(e, r, flat, (uint32_t)len, RPCRDMA_ACC_LOCAL, &mr);
+
+	if (rc)
+		return rc;
+	rpcrdma__fill_segments(segs, &r->reply, len);
+	m->has_reply = 1;
+	m->reply.segs = segs;
+	m->reply.nsegs = r->reply.nsegs;
+	r->wr[r->nwr].local.mr = mr;
+	r->wr[r->nwr].local.addr = (void *)flat;
+	r->wr[r->nwr].local.len = (uint32_t)len;
+	r->wr[r->nwr].remote = segs;
+	r->wr[r->nwr].nremote = nonzero_segs(segs, r->reply.nsegs);
+	r->nwr++;
+	r->form = RPCRDMA_NOMSG;
+	e->st.reply_chunk_bytes += len;
+	e->st.long_replies++;
+	return 0;
+}
+
+static int offer_long_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+			    const uint8_t *flat, uint64_t len)
+{
+	struct rpcrdma_msg *m = &r->out;
+	struct rpcrdma_mr *mr;
+	int rc = reg_out(e, r, flat, (uint32_t)len, RPCRDMA_ACC_REMOTE_READ, &mr);
+
+	if (rc)
+		return rc;
+	m->reads[0].position = 0;
+	m->reads[0].seg.handle = mr->handle;
+	m->reads[0].seg.length = (uint32_t)len;
+	m->reads[0].seg.offset = mr->offset;
+	m->nreads = 1;
+	r->form = RPCRDMA_NOMSG;
+	r->awaits_done = true;
+	e->done_pending++;
+	e->st.read_chunks++;
+	e->st.read_chunk_bytes += len;
+	e->st.long_replies++;
+	return 0;
+}
+
+/* Choose the reply's form, in order of preference: inline (results in write chunks);
+ * with read chunks for results (configured, RFC 5666); the reply chunk; a position-zero
+ * read chunk (configured, RFC 5666 §3.5). Returns -RPCRDMA_ERR_NOSPC when none fits. */
+static int plan_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+		      const struct rpcrdma_reply_args *a)
+{
+	bool rrc = e->cfg.reply_read_chunks && e->done_pending < e->cfg.max_done_pending;
+	uint32_t placed, left, hdr;
+	const uint8_t *flat;
+	uint64_t len;
+	int rc;
+
+	r->out.proc = RPCRDMA_MSG;
+	if (try_msgp(e, r, a))
+		return 0;
+	rc = place_writes(e, r, a, &placed, true);
+	if (rc)
+		return rc;
+	left = ((a->nitems >= 32) ? ~0u : (1u << a->nitems) - 1u) & ~placed;
+	hdr = rpcrdma__hdr_chunks_len(0, r->nwrites, wsegs(r), 0, false);
+	len = rpcrdma__flatten(NULL, a->xdr, a->xdr_len, a->items, a->nitems, left, 0, 0, 0);
+	r->form = RPCRDMA_MSG;
+	r->inline_mask = left;
+	if (hdr + len <= e->inline_send)
+		return 0;
+	if (rrc && left && hdr + 20u * popcount(left) + a->xdr_len <= e->inline_send) {
+		r->inline_mask = 0;
+		return offer_read_chunks(e, r, a, left);
+	}
+	if (len > e->cfg.max_message)
+		return -RPCRDMA_ERR_NOSPC;
+	if (!(r->has_reply && len <= rpcrdma_write_chunk_len(&r->reply)) && !rrc)
+		return -RPCRDMA_ERR_NOSPC;
+	flat = flat_reply(r, a, left, len);
+	if (!flat)
+		return -RPCRDMA_ERR_NOMEM;
+	if (r->has_reply && len <= rpcrdma_write_chunk_len(&r->reply))
+		return use_reply_chunk(e, r, flat, len);
+	return offer_long_reply(e, r, flat, len);
+}
+
+int rpcrdma_eng_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
+		      const struct rpcrdma_reply_args *a, uint64_t now)
+{
+	int rc;
+
+	if (!e || !r || !a || r->state != REQ_UPPER)
+		return -RPCRDMA_ERR_INVAL;
+	if (e->dead || r->dead) {
+		finish(e, r, -RPCRDMA_ERR_DISCONN);
+		return -RPCRDMA_ERR_DISCONN;
+	}
+	if (!a->xdr || a->xdr_len < RPCRDMA_MIN_RPC_LEN ||
+	    rpcrdma__check_items(a->items, a->nitems, a->xdr_len))
+		return -RPCRDMA_ERR_INVAL;
+	r->args = a;
+	r->done_deadline = now + e->cfg.done_timeout_ms;
+	rc = plan_reply(e, r, a);
+	if (rc) {
+		/* RFC 8166 §4.5: a reply that fits nowhere the requester offered */
+		if (r->awaits_done) {
+			r->awaits_done = false;
+			e->done_pending--;
+		}
+		r->out.nreads = 0;
+		rpcrdma__eng_count(e, rc == -RPCRDMA_ERR_NOSPC ? RPCRDMA_EC_REPLY_TOO_BIG :
+				   RPCRDMA_EC_NO_RESOURCES);
+		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
+		return -RPCRDMA_ERR_NOSPC;
+	}
+	start_transmit(e, r);
+	return 0;
+}
+
+void rpcrdma_eng_req_drop(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	if (!e || !r || r->state != REQ_UPPER)
+		return;
+	r->upper_saw = false;
+	finish(e, r, 0);
+}
+
+/* ---- timers, failure, teardown ---- */
+
+/* RFC 5666 §11: a client that withholds RDMA_DONE must not hold server memory forever. */
+uint64_t rpcrdma__eng_server_tick(struct rpcrdma_eng *e, uint64_t now)
+{
+	struct rpcrdma_eng_req *r, *next;
+	uint64_t soonest = UINT64_MAX;
+
+	for (r = e->reqs; r; r = next) {
+		next = r->next;
+		if (r->state != REQ_WAIT_DONE)
+			continue;
+		if (r->done_deadline <= now) {
+			rpcrdma__eng_count(e, RPCRDMA_EC_DONE_TIMEOUT);
+			finish(e, r, -RPCRDMA_ERR_TIMEDOUT);
+		} else if (r->done_deadline < soonest) {
+			soonest = r->done_deadline;
+		}
+	}
+	return soonest;
+}
+
+void rpcrdma__eng_server_fail_all(struct rpcrdma_eng *e)
+{
+	struct rpcrdma_eng_req *r, *next;
+
+	for (r = e->reqs; r; r = next) {
+		next = r->next;
+		if (r->state == REQ_UPPER) {
+			/* the upper layer still holds it: its reply or drop frees it */
+			r->dead = true;
+			release_mrs(e, r);
+			continue;
+		}
+		if (r->state != REQ_FINISHED)
+			finish(e, r, -RPCRDMA_ERR_DISCONN);
+	}
+}
+
+void rpcrdma__eng_server_destroy(struct rpcrdma_eng *e)
+{
+	while (e->reqs) {
+		release_mrs(e, e->reqs);
+		req_free(e, e->reqs);
+	}
+}
+
+/* ---- accessors ---- */
+
+void rpcrdma_eng_req_set_user(struct rpcrdma_eng_req *r, void *user)
+{
+	r->user = user;
+}
+
+void *rpcrdma_eng_req_user(const struct rpcrdma_eng_req *r)
+{
+	return r->user;
+}
+
+const void *rpcrdma_eng_req_call(const struct rpcrdma_eng_req *r, uint32_t *len)
+{
+	*len = r->call_len;
+	return r->call;
+}
+
+uint32_t rpcrdma_eng_req_xid(const struct rpcrdma_eng_req *r)
+{
+	return r->xid;
+}
+
+uint32_t rpcrdma_eng_req_nwrites(const struct rpcrdma_eng_req *r)
+{
+	return r->nwrites;
+}
+
+uint64_t rpcrdma_eng_req_write_cap(const struct rpcrdma_eng_req *r, uint32_t i)
+{
+	return i < r->nwrites ? rpcrdma_write_chunk_len(&r->writes[i]) : 0;
+}
+
+uint64_t rpcrdma_eng_req_reply_cap(const struct rpcrdma_eng_req *r)
+{
+	uint64_t inl = r->e->inline_send - rpcrdma__hdr_chunks_len(0, r->nwrites, wsegs(r), 0, false);
+
+	if (r->has_reply && rpcrdma_write_chunk_len(&r->reply) > inl)
+		return rpcrdma_write_chunk_len(&r->reply);
+	return inl;
+}
+
+void rpcrdma_eng_req_msgp(const struct rpcrdma_eng_req *r, uint32_t *align, uint32_t *thresh,
+			  uint32_t *base)
+{
+	*align = r->in_align;
+	*thresh = r->in_thresh;
+	*base = r->in_base;
+}

@@ -1,0 +1,1377 @@
+/* The transport engine over the mock provider: every message type both ways, every chunk
+ * combination, long calls and replies, RDMA_MSGP, read chunks in replies with RDMA_DONE,
+ * credits, every RDMA_ERROR case, disconnects, and a fault at each step of an exchange.
+ * Each test ends with no registration left (the mock counts them). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_rig.h"
+#include "harness.h"
+#include "rpcrdma/prov_mock.h"
+
+#define MAXQ 64
+
+struct side {
+	struct rpcrdma_eng *eng;
+	struct rpcrdma_ep *ep;
+	int fatal;
+};
+
+struct call_slot {
+	uint32_t xid, len;
+	int ddp_arg, ddp_res;
+	uint8_t *data;              /* argument */
+	uint8_t *xdr;
+	uint8_t *res;               /* result buffer */
+	struct rpcrdma_ddp_item item;
+	struct rpcrdma_ddp_buf buf;
+	struct rpcrdma_call_args a;
+	struct rpcrdma_eng_call *c;
+	int done, status, verified;
+};
+
+struct rig {
+	struct rpcrdma_prov *p;
+	struct side cl, sv;
+	uint64_t now;
+	/* server behaviour */
+	int hold;                   /* keep requests instead of answering */
+	struct rpcrdma_eng_req *held[MAXQ];
+	int nheld;
+	int replies_done, reply_status[8];
+	int requests;
+	int bad_calls;              /* calls whose data did not verify at the server */
+	int inline_results;         /* reply with the data in the stream, not as an item */
+	/* client */
+	struct call_slot slots[MAXQ];
+	int nslots, completed;
+};
+
+struct reply_ctx {
+	uint8_t hdr[32];
+	uint8_t *flat;
+	struct rpcrdma_ddp_item item;
+	struct rpcrdma_reply_args a;
+};
+
+/* ---- server upper face ---- */
+
+static void answer(struct rig *g, struct rpcrdma_eng_req *r)
+{
+	uint32_t len, clen, align, thresh, base;
+	const uint8_t *call = rpcrdma_eng_req_call(r, &clen), *data;
+	struct reply_ctx *x = calloc(1, sizeof(*x));
+	uint32_t xid = rpcrdma_eng_req_xid(r);
+
+	rpcrdma_eng_req_msgp(r, &align, &thresh, &base);
+	data = echo_opaque(call, clen, ECHO_CALL_HDR, align, thresh, base, &len);
+	if (!data || check_pattern(data, xid, len) != len || get32(call) != xid)
+		g->bad_calls++;
+	if (!data)
+		len = 0;
+	x->a.xdr = x->hdr;
+	x->a.xdr_len = echo_reply(x->hdr, xid, data, len, &x->item);
+	x->a.items = &x->item;
+	x->a.nitems = 1;
+	if (g->inline_results) {
+		x->flat = malloc(x->a.xdr_len + len + 4);
+		memcpy(x->flat, x->hdr, x->a.xdr_len);
+		memcpy(x->flat + x->a.xdr_len, data, len);
+		memset(x->flat + x->a.xdr_len + len, 0, 3);
+		x->a.xdr = x->flat;
+		x->a.xdr_len += (len + 3) & ~3u;
+		x->a.nitems = 0;
+	}
+	rpcrdma_eng_req_set_user(r, x);
+	rpcrdma_eng_reply(g->sv.eng, r, &x->a, g->now);
+}
+
+static void on_request(void *ctx, struct rpcrdma_eng_req *r)
+{
+	struct rig *g = ctx;
+
+	g->requests++;
+	if (g->hold && g->nheld < MAXQ) {
+		g->held[g->nheld++] = r;
+		return;
+	}
+	answer(g, r);
+}
+
+static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
+{
+	struct rig *g = ctx;
+
+	if (g->replies_done < 8)
+		g->reply_status[g->replies_done] = status;
+	g->replies_done++;
+	if (rpcrdma_eng_req_user(r))
+		free(((struct reply_ctx *)rpcrdma_eng_req_user(r))->flat);
+	free(rpcrdma_eng_req_user(r));
+}
+
+static void sv_fatal(void *ctx, int reason)
+{
+	(void)reason;
+	((struct rig *)ctx)->sv.fatal++;
+}
+
+/* ---- client upper face ---- */
+
+static void verify_reply(struct call_slot *s, struct rpcrdma_eng_call *c)
+{
+	uint32_t rlen, len, align, thresh, base;
+	const uint8_t *rep = rpcrdma_eng_call_reply(c, &rlen), *data;
+
+	rpcrdma_eng_call_msgp(c, &align, &thresh, &base);
+	if (!rep || rlen < ECHO_REPLY_HDR + 4 || get32(rep) != s->xid || get32(rep + 4) != 1)
+		return;
+	len = get32(rep + ECHO_REPLY_HDR);
+	if (len != s->len)
+		return;
+	if (s->buf.used) {
+		if (s->buf.len == len && check_pattern(s->res, s->xid, len) == len)
+			s->verified = 1;
+		return;
+	}
+	data = echo_opaque(rep, rlen, ECHO_REPLY_HDR, align, thresh, base, &len);
+	if (data && check_pattern(data, s->xid, len) == len)
+		s->verified = 1;
+}
+
+static void on_call_done(void *ctx, struct rpcrdma_eng_call *c)
+{
+	struct rig *g = ctx;
+	struct call_slot *s = rpcrdma_eng_call_user(c);
+
+	s->done = 1;
+	s->status = rpcrdma_eng_call_status(c);
+	if (!s->status)
+		verify_reply(s, c);
+	g->completed++;
+	rpcrdma_eng_call_free(c);
+	s->c = NULL;
+}
+
+static void cl_fatal(void *ctx, int reason)
+{
+	(void)reason;
+	((struct rig *)ctx)->cl.fatal++;
+}
+
+/* ---- rig ---- */
+
+typedef void (*cfg_fn)(struct rpcrdma_eng_config *cl, struct rpcrdma_eng_config *sv);
+
+static void rig_up_with(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_faults *f)
+{
+	struct rpcrdma_eng_config cc, sc;
+	struct rpcrdma_eng_lower lo;
+	struct rpcrdma_eng_upper cu = { .ctx = g, .call_done = on_call_done, .fatal = cl_fatal };
+	struct rpcrdma_eng_upper su = { .ctx = g, .request = on_request,
+					.reply_done = on_reply_done, .fatal = sv_fatal };
+	uint8_t cpd[16], spd[16];
+	int cn, sn;
+	size_t plen;
+	const void *pd;
+
+	memset(g, 0, sizeof(*g));
+	g->now = 1000;
+	rpcrdma_eng_config_default(&cc, RPCRDMA_ENG_CLIENT);
+	rpcrdma_eng_config_default(&sc, RPCRDMA_ENG_SERVER);
+	if (tweak)
+		tweak(&cc, &sc);
+	CHECK_EQ_U(rpcrdma_prov_open("mock", &g->p, NULL, 0), 0);
+	if (f)
+		CHECK_EQ_U(rpcrdma_mock_set_faults(g->p, f), 0);
+	/* the engines exist before the connection: their private data goes in it */
+	CHECK_EQ_U(rpcrdma_eng_create(&cc, &cu, &g->cl.eng), 0);
+	CHECK_EQ_U(rpcrdma_eng_create(&sc, &su, &g->sv.eng), 0);
+	cn = rpcrdma_eng_pdata(g->cl.eng, cpd, sizeof(cpd));
+	sn = rpcrdma_eng_pdata(g->sv.eng, spd, sizeof(spd));
+	CHECK_EQ_U(cn, RPCRDMA_PDATA_LEN);
+	CHECK_EQ_U(sn, RPCRDMA_PDATA_LEN);
+	CHECK_EQ_U(rpcrdma_mock_pair(g->p, cpd, (size_t)cn, spd, (size_t)sn, &g->cl.ep,
+				     &g->sv.ep), 0);
+	pd = rpcrdma_ep_peer_pdata(g->cl.ep, &plen);
+	rpcrdma_eng_set_peer_pdata(g->cl.eng, pd, plen);
+	pd = rpcrdma_ep_peer_pdata(g->sv.ep, &plen);
+	rpcrdma_eng_set_peer_pdata(g->sv.eng, pd, plen);
+	rpcrdma_eng_lower_ep(&lo, g->p, g->sv.ep);
+	CHECK_EQ_U(rpcrdma_eng_start(g->sv.eng, &lo, g->now), 0);
+	rpcrdma_eng_lower_ep(&lo, g->p, g->cl.ep);
+	CHECK_EQ_U(rpcrdma_eng_start(g->cl.eng, &lo, g->now), 0);
+}
+
+static void rig_up(struct rig *g, cfg_fn tweak)
+{
+	rig_up_with(g, tweak, NULL);
+}
+
+/* Deliver completions both ways until nothing moves. */
+static void pump(struct rig *g)
+{
+	struct rpcrdma_cqe c[16];
+	int i, n, quiet = 0;
+
+	while (quiet < 4) {
+		int moved = 0;
+
+		if (g->cl.ep) {
+			n = rpcrdma_ep_poll(g->cl.ep, c, 16);
+			for (i = 0; i < n; i++)
+				rpcrdma_eng_on_cqe(g->cl.eng, &c[i], g->now);
+			moved += n > 0;
+		}
+		if (g->sv.ep) {
+			n = rpcrdma_ep_poll(g->sv.ep, c, 16);
+			for (i = 0; i < n; i++)
+				rpcrdma_eng_on_cqe(g->sv.eng, &c[i], g->now);
+			moved += n > 0;
+		}
+		quiet = moved ? 0 : quiet + 1;
+	}
+}
+
+static void free_slots(struct rig *g)
+{
+	int i;
+
+	for (i = 0; i < g->nslots; i++) {
+		free(g->slots[i].data);
+		free(g->slots[i].xdr);
+		free(g->slots[i].res);
+	}
+}
+
+/* Tear down and check nothing is left registered or pending. */
+static void rig_down(struct rig *g)
+{
+	struct rpcrdma_mock_stats ms;
+	int i;
+
+	for (i = 0; i < g->nheld; i++)
+		rpcrdma_eng_req_drop(g->sv.eng, g->held[i]);
+	g->nheld = 0;
+	rpcrdma_ep_close(g->cl.ep);
+	rpcrdma_ep_close(g->sv.ep);
+	rpcrdma_eng_destroy(g->cl.eng);
+	rpcrdma_eng_destroy(g->sv.eng);
+	CHECK_EQ_U(rpcrdma_mock_get_stats(g->p, &ms), 0);
+	CHECK_EQ_U(ms.mrs_live, 0);
+	rpcrdma_prov_close(g->p);
+	free_slots(g);
+}
+
+#define ANY_RC 1
+
+/* Start an echo call of len bytes. ddp_arg: the argument as a read chunk; ddp_res: a
+ * result buffer offered (write chunk); max_reply: the reply's size bound. */
+static struct call_slot *start(struct rig *g, uint32_t len, int ddp_arg, int ddp_res,
+			       uint32_t max_reply, int expect_rc)
+{
+	struct call_slot *s = &g->slots[g->nslots++];
+	int rc;
+
+	s->xid = 0x1000u + (uint32_t)g->nslots * 17u;
+	s->len = len;
+	s->ddp_arg = ddp_arg;
+	s->ddp_res = ddp_res;
+	s->data = malloc(len + 1);
+	s->xdr = malloc(ECHO_CALL_HDR + 8 + len);
+	fill_pattern(s->data, s->xid, len);
+	s->a.xdr = s->xdr;
+	s->a.xdr_len = echo_call(s->xdr, s->xid, s->data, len, ddp_arg, &s->item);
+	if (ddp_arg) {
+		s->a.items = &s->item;
+		s->a.nitems = 1;
+	}
+	if (ddp_res) {
+		s->res = malloc(len + 1);
+		s->buf.data = s->res;
+		s->buf.cap = len;
+		s->a.results = &s->buf;
+		s->a.nresults = 1;
+	}
+	s->a.max_reply = max_reply;
+	rc = rpcrdma_eng_call(g->cl.eng, &s->a, s, g->now, &s->c);
+	if (expect_rc != ANY_RC)
+		CHECK_EQ_U((uint32_t)rc, (uint32_t)expect_rc);
+	if (rc) {
+		s->done = 1;
+		s->status = rc;
+	}
+	return s;
+}
+
+static void stats(struct rig *g, struct rpcrdma_eng_stats *c, struct rpcrdma_eng_stats *s)
+{
+	rpcrdma_eng_stats(g->cl.eng, c);
+	rpcrdma_eng_stats(g->sv.eng, s);
+}
+
+#define REPLY_MAX(len) ((len) + 64u)
+
+/* ---- message forms ---- */
+
+static void test_inline_both_ways(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct call_slot *s;
+
+	rig_up(&g, NULL);
+	s = start(&g, 100, 0, 0, REPLY_MAX(100), 0);
+	pump(&g);
+	CHECK(s->done && s->status == 0 && s->verified);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.sent[RPCRDMA_MSG], 1);
+	CHECK_EQ_U(ss.rcvd[RPCRDMA_MSG], 1);
+	CHECK_EQ_U(ss.sent[RPCRDMA_MSG], 1);
+	CHECK_EQ_U(cs.rcvd[RPCRDMA_MSG], 1);
+	CHECK_EQ_U(cs.read_chunks + cs.write_chunks + cs.reply_chunks, 0);
+	CHECK_EQ_U(cs.calls, 1);
+	CHECK_EQ_U(cs.replies, 1);
+	CHECK_EQ_U(ss.calls, 1);
+	CHECK_EQ_U(ss.replies, 1);
+	CHECK_EQ_U(cs.credits_granted, 32);   /* the server granted what was asked */
+	CHECK_EQ_U(ss.recvs_posted, 32);      /* ... having posted the receives first */
+	CHECK_EQ_U(cs.inline_send, 4096);     /* RFC 8797 private data raised it */
+	CHECK_EQ_U(cs.mrs_live, 2);           /* only the send and receive areas */
+	CHECK_EQ_U(g.replies_done, 1);
+	CHECK_EQ_U(g.bad_calls, 0);
+	rig_down(&g);
+}
+
+/* Read list + write list + reply chunk in one call: the argument pulled by RDMA Read, the
+ * result RDMA-Written into the caller's buffer, the reply chunk offered and unused. */
+static void test_all_chunks_in_one_call(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct call_slot *s;
+
+	rig_up(&g, NULL);
+	s = start(&g, 200000, 1, 1, 100000, 0);
+	pump(&g);
+	CHECK(s->done && s->status == 0 && s->verified);
+	CHECK(s->buf.used && s->buf.len == 200000);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.read_chunks, 1);
+	CHECK_EQ_U(cs.write_chunks, 1);
+	CHECK_EQ_U(cs.reply_chunks, 1);
+	CHECK_EQ_U(ss.rdma_reads, 1);
+	CHECK_EQ_U(ss.rdma_read_bytes, 200000);
+	CHECK_EQ_U(ss.rdma_writes, 1);
+	CHECK_EQ_U(ss.rdma_write_bytes, 200000);
+	CHECK_EQ_U(cs.write_chunk_bytes, 200000);
+	CHECK_EQ_U(ss.sent[RPCRDMA_MSG], 1);     /* the rest of the reply fits inline */
+	CHECK_EQ_U(cs.long_replies, 0);
+	CHECK_EQ_U(g.bad_calls, 0);
+	rig_down(&g);
+}
+
+/* Odd lengths: XDR roundup is in neither chunk nor stream (RFC 8166 §3.4.5); the server
+ * puts the pad back. */
+static void test_odd_length_roundup(void)
+{
+	struct rig g;
+	uint32_t lens[] = { 1, 2, 3, 5, 1023, 1025, 4097 };
+	unsigned i;
+
+	rig_up(&g, NULL);
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		start(&g, lens[i], 1, 1, REPLY_MAX(lens[i]), 0);
+	pump(&g);
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		CHECK(g.slots[i].done && g.slots[i].status == 0 && g.slots[i].verified);
+	CHECK_EQ_U(g.bad_calls, 0);
+	rig_down(&g);
+}
+
+/* A call too long to send inline goes as RDMA_NOMSG with a position-zero read chunk. */
+static void test_long_call(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct call_slot *s;
+
+	rig_up(&g, NULL);
+	s = start(&g, 50000, 0, 1, 128, 0);
+	pump(&g);
+	CHECK(s->done && s->status == 0 && s->verified);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.sent[RPCRDMA_NOMSG], 1);
+	CHECK_EQ_U(ss.rcvd[RPCRDMA_NOMSG], 1);
+	CHECK_EQ_U(cs.long_calls, 1);
+	CHECK_EQ_U(ss.long_calls, 1);
+	CHECK_EQ_U(ss.rdma_read_bytes, 44 + 50000);
+	rig_down(&g);
+}
+
+/* Position zero and a DDP item in one call: the long inline part and the item are both
+ * read, and put together at their positions. */
+static void test_long_call_with_item(void)
+{
+	struct rig g;
+	struct call_slot *s;
+	struct rpcrdma_eng_stats ss, cs;
+	static uint8_t big[6000];
+	struct rpcrdma_ddp_item items[2];
+	uint8_t *xdr;
+	uint32_t l1 = 5001, l2 = 70001, off;
+
+	/* call: header, opaque<l1> inline (long), opaque<l2> as an item */
+	rig_up(&g, NULL);
+	s = &g.slots[g.nslots++];
+	s->xid = 0x77;
+	s->len = l2;
+	s->data = malloc(l2);
+	fill_pattern(s->data, s->xid, l2);
+	xdr = s->xdr = malloc(sizeof(big) + 64);
+	echo_call(xdr, s->xid, big, 0, 0, &items[0]);
+	/* replace the argument: first an inline opaque of l1 pattern bytes, then the item */
+	put32(xdr + 40, l1);
+	fill_pattern(xdr + 44, s->xid ^ 0xff, l1);
+	memset(xdr + 44 + l1, 0, 3);
+	off = 44 + ((l1 + 3) & ~3u);
+	put32(xdr + off, l2);
+	items[0].offset = off + 4;
+	items[0].len = l2;
+	items[0].data = s->data;
+	s->item = items[0];
+	s->a.xdr = xdr;
+	s->a.xdr_len = off + 4;
+	s->a.items = &s->item;
+	s->a.nitems = 1;
+	s->a.max_reply = 128;
+	g.hold = 1;
+	CHECK_EQ_U(rpcrdma_eng_call(g.cl.eng, &s->a, s, g.now, &s->c), 0);
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 1);
+	if (g.nheld == 1) {
+		uint32_t clen, n;
+		const uint8_t *call = rpcrdma_eng_req_call(g.held[0], &clen), *d;
+
+		CHECK_EQ_U(clen, off + 4 + ((l2 + 3) & ~3u));
+		d = echo_opaque(call, clen, 40, 0, 0, 0, &n);
+		CHECK(d && n == l1 && check_pattern(d, s->xid ^ 0xff, l1) == l1);
+		d = echo_opaque(call, clen, off, 0, 0, 0, &n);
+		CHECK(d && n == l2 && check_pattern(d, s->xid, l2) == l2);
+		/* answer with an empty echo */
+		g.hold = 0;
+		{
+			struct reply_ctx *x = calloc(1, sizeof(*x));
+
+			x->a.xdr = x->hdr;
+			x->a.xdr_len = echo_reply(x->hdr, s->xid, NULL, 0, &x->item);
+			rpcrdma_eng_req_set_user(g.held[0], x);
+			CHECK_EQ_U(rpcrdma_eng_reply(g.sv.eng, g.held[0], &x->a, g.now), 0);
+		}
+		g.nheld = 0;
+	}
+	pump(&g);
+	CHECK(s->done && s->status == 0);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.sent[RPCRDMA_NOMSG], 1);
+	CHECK_EQ_U(ss.rdma_reads, 2);
+	rig_down(&g);
+}
+
+/* A reply too long for inline, without a result buffer: written into the reply chunk and
+ * sent as RDMA_NOMSG (RFC 5666 §5.2). */
+static void test_long_reply(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct call_slot *s;
+
+	rig_up(&g, NULL);
+	s = start(&g, 30000, 1, 0, REPLY_MAX(30000), 0);
+	pump(&g);
+	CHECK(s->done && s->status == 0 && s->verified);
+	CHECK(!s->buf.used);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(ss.sent[RPCRDMA_NOMSG], 1);
+	CHECK_EQ_U(cs.rcvd[RPCRDMA_NOMSG], 1);
+	CHECK_EQ_U(ss.long_replies, 1);
+	CHECK_EQ_U(cs.long_replies, 1);
+	CHECK_EQ_U(ss.reply_chunk_bytes, 28 + 30000);
+	rig_down(&g);
+}
+
+/* A reply that fits nowhere the client offered: RDMA_ERROR/ERR_CHUNK (RFC 8166 §4.5). */
+static void test_reply_fits_nowhere(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct call_slot *s;
+
+	rig_up(&g, NULL);
+	s = start(&g, 30000, 1, 0, 256, 0);     /* no reply chunk: max_reply is small */
+	pump(&g);
+	CHECK(s->done);
+	CHECK_EQ_U((uint32_t)s->status, (uint32_t)-RPCRDMA_ERR_PROTO);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_REPLY_TOO_BIG], 1);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 1);
+	CHECK_EQ_U(cs.errors[RPCRDMA_EC_ERR_CHUNK_RCVD], 1);
+	CHECK_EQ_U(ss.sent[RPCRDMA_ERROR], 1);
+	CHECK_EQ_U(g.replies_done, 1);
+	CHECK_EQ_U((uint32_t)g.reply_status[0], (uint32_t)-RPCRDMA_ERR_NOSPC);
+	/* the connection goes on */
+	s = start(&g, 10, 0, 0, 128, 0);
+	pump(&g);
+	CHECK(s->done && s->status == 0 && s->verified);
+	rig_down(&g);
+}
+
+static void msgp_cfg(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	c->msgp_align = s->msgp_align = 64;
+	c->msgp_thresh = s->msgp_thresh = 256;
+}
+
+/* RDMA_MSGP both ways: data longer than thresh lands align-aligned in the receive buffer
+ * (RFC 5666 §4.3); shorter data is not padded. */
+static void test_msgp(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct call_slot *s1, *s2;
+
+	rig_up(&g, msgp_cfg);
+	s1 = start(&g, 1000, 1, 0, 2000, 0);
+	s2 = start(&g, 100, 1, 0, 2000, 0);
+	pump(&g);
+	CHECK(s1->done && s1->status == 0 && s1->verified);
+	CHECK(s2->done && s2->status == 0 && s2->verified);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.sent[RPCRDMA_MSGP], 2);
+	CHECK_EQ_U(ss.rcvd[RPCRDMA_MSGP], 2);
+	CHECK_EQ_U(ss.sent[RPCRDMA_MSGP], 2);
+	CHECK_EQ_U(cs.rcvd[RPCRDMA_MSGP], 2);
+	CHECK_EQ_U(cs.read_chunks, 0);
+	CHECK_EQ_U(g.bad_calls, 0);
+	/* too big to pad inline: falls back to chunks */
+	s1 = start(&g, 8000, 1, 1, 2000, 0);
+	pump(&g);
+	CHECK(s1->done && s1->status == 0 && s1->verified && s1->buf.used);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.sent[RPCRDMA_MSG], 1);
+	rig_down(&g);
+}
+
+static void test_msgp_pad_rule(void)
+{
+	CHECK_EQ_U(rpcrdma_msgp_pad(64, 256, 36, 28, 1000), 0);   /* 64: aligned already */
+	CHECK_EQ_U(rpcrdma_msgp_pad(64, 256, 36, 32, 1000), 60);
+	CHECK_EQ_U(rpcrdma_msgp_pad(64, 256, 36, 32, 256), 0);    /* not above thresh */
+	CHECK_EQ_U(rpcrdma_msgp_pad(0, 0, 36, 32, 1000), 0);      /* not MSGP */
+}
+
+static void rrc_cfg(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	(void)c;
+	s->reply_read_chunks = 1;
+	s->done_timeout_ms = 1000;
+}
+
+/* RFC 5666 §3.5/§3.8: read chunks in replies, pulled by the client, then RDMA_DONE. */
+static void test_read_chunks_in_reply_with_done(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct call_slot *s1, *s2;
+
+	rig_up(&g, rrc_cfg);
+	/* no write chunk: the result is offered as a read chunk at its position */
+	s1 = start(&g, 20000, 1, 0, 256, 0);
+	/* a long reply without reply chunk: offered as a position-zero read chunk */
+	pump(&g);
+	CHECK(s1->done && s1->status == 0 && s1->verified);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.rdma_reads, 1);
+	CHECK_EQ_U(cs.rdma_read_bytes, 20000);
+	CHECK_EQ_U(cs.sent[RPCRDMA_DONE], 1);
+	CHECK_EQ_U(ss.rcvd[RPCRDMA_DONE], 1);
+	CHECK_EQ_U(g.replies_done, 1);
+	CHECK_EQ_U(g.reply_status[0], 0);
+	CHECK_EQ_U(cs.credits_in_use, 0);       /* the DONE's credit came back */
+	CHECK_EQ_U(ss.mrs_live, 2);             /* the offered chunk was released */
+	g.inline_results = 1;
+	s2 = start(&g, 5000, 0, 0, 256, 0);
+	/* a reply of 5028 bytes with no item to offer: the whole reply as a position-zero
+	 * read chunk */
+	pump(&g);
+	CHECK(s2->done && s2->status == 0 && s2->verified);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.long_replies, 1);
+	CHECK_EQ_U(cs.sent[RPCRDMA_DONE], 2);
+	CHECK_EQ_U(g.replies_done, 2);
+	rig_down(&g);
+}
+
+/* ---- raw peers: hand-written messages against one engine ---- */
+
+struct raw {
+	struct rpcrdma_ep *ep;
+	uint8_t *mem;
+	struct rpcrdma_mr *mr;
+	int recvs;
+};
+
+#define RAW_SLOT 8192
+
+static void raw_post_recvs(struct raw *r, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		uint8_t *slot = r->mem + (size_t)(8 + r->recvs % 8) * RAW_SLOT;
+		struct rpcrdma_sge sg = { r->mr, slot, RAW_SLOT };
+
+		CHECK_EQ_U(rpcrdma_post_recv(r->ep, &sg, slot), 0);
+		r->recvs++;
+	}
+}
+
+static void raw_send(struct raw *r, const uint8_t *msg, uint32_t len)
+{
+	static int k;
+	uint8_t *slot = r->mem + (size_t)(k++ % 8) * RAW_SLOT;
+	struct rpcrdma_sge sg = { r->mr, slot, len };
+
+	memcpy(slot, msg, len);
+	CHECK_EQ_U(rpcrdma_post_send(r->ep, &sg, NULL), 0);
+}
+
+/* Poll the raw side; copy the last message received to out and return its length (0 if
+ * none). Each message received is replaced by a new receive. */
+static uint32_t raw_poll(struct raw *r, uint8_t *out, int *disc)
+{
+	struct rpcrdma_cqe c;
+	uint32_t got = 0;
+
+	while (rpcrdma_ep_poll(r->ep, &c, 1) == 1) {
+		if (c.op == RPCRDMA_OP_DISCONNECT && disc)
+			(*disc)++;
+		if (c.op == RPCRDMA_OP_RECV && c.status == 0) {
+			got = c.len;
+			if (out)
+				memcpy(out, c.ctx, got);
+			raw_post_recvs(r, 1);
+		}
+	}
+	return got;
+}
+
+struct raw_rig {
+	struct rig g;       /* one engine side in use */
+	struct raw raw;
+	struct rpcrdma_eng_stats st;
+};
+
+/* An engine of role `role` connected to a raw peer. */
+static void raw_up(struct raw_rig *x, uint32_t role, cfg_fn tweak)
+{
+	struct rpcrdma_eng_config cfg, other;
+	struct rpcrdma_eng_lower lo;
+	struct rpcrdma_eng_upper up = { .ctx = &x->g };
+	struct side *s;
+
+	memset(x, 0, sizeof(*x));
+	x->g.now = 1000;
+	rpcrdma_eng_config_default(&cfg, role);
+	rpcrdma_eng_config_default(&other, role);
+	if (tweak) {
+		if (role == RPCRDMA_ENG_CLIENT)
+			tweak(&cfg, &other);
+		else
+			tweak(&other, &cfg);
+	}
+	CHECK_EQ_U(rpcrdma_prov_open("mock", &x->g.p, NULL, 0), 0);
+	s = role == RPCRDMA_ENG_CLIENT ? &x->g.cl : &x->g.sv;
+	CHECK_EQ_U(rpcrdma_mock_pair(x->g.p, NULL, 0, NULL, 0, &s->ep, &x->raw.ep), 0);
+	if (role == RPCRDMA_ENG_CLIENT) {
+		up.call_done = on_call_done;
+		up.fatal = cl_fatal;
+	} else {
+		up.request = on_request;
+		up.reply_done = on_reply_done;
+		up.fatal = sv_fatal;
+	}
+	rpcrdma_eng_lower_ep(&lo, x->g.p, s->ep);
+	CHECK_EQ_U(rpcrdma_eng_create(&cfg, &up, &s->eng), 0);
+	rpcrdma_eng_set_peer_pdata(s->eng, NULL, 0);
+	CHECK_EQ_U(rpcrdma_eng_start(s->eng, &lo, x->g.now), 0);
+	x->raw.mem = calloc(16, RAW_SLOT);
+	CHECK_EQ_U(rpcrdma_mr_reg(x->g.p, x->raw.mem, 16 * RAW_SLOT,
+				  RPCRDMA_ACC_LOCAL | RPCRDMA_ACC_REMOTE_READ |
+				  RPCRDMA_ACC_REMOTE_WRITE, &x->raw.mr), 0);
+}
+
+static void raw_pump(struct raw_rig *x)
+{
+	struct rpcrdma_cqe c[16];
+	struct side *s = x->g.cl.eng ? &x->g.cl : &x->g.sv;
+	int i, n, quiet = 0;
+
+	while (quiet < 3) {
+		n = rpcrdma_ep_poll(s->ep, c, 16);
+		for (i = 0; i < n; i++)
+			rpcrdma_eng_on_cqe(s->eng, &c[i], x->g.now);
+		quiet = n > 0 ? 0 : quiet + 1;
+	}
+}
+
+static void raw_down(struct raw_rig *x)
+{
+	struct rpcrdma_mock_stats ms;
+	struct side *s = x->g.cl.eng ? &x->g.cl : &x->g.sv;
+	int i;
+
+	for (i = 0; i < x->g.nheld; i++)
+		rpcrdma_eng_req_drop(s->eng, x->g.held[i]);
+	rpcrdma_eng_stats(s->eng, &x->st);
+	rpcrdma_ep_close(s->ep);
+	rpcrdma_ep_close(x->raw.ep);
+	rpcrdma_eng_destroy(s->eng);
+	CHECK_EQ_U(rpcrdma_mr_dereg(x->raw.mr), 0);
+	CHECK_EQ_U(rpcrdma_mock_get_stats(x->g.p, &ms), 0);
+	CHECK_EQ_U(ms.mrs_live, 0);
+	rpcrdma_prov_close(x->g.p);
+	free(x->raw.mem);
+	free_slots(&x->g);
+}
+
+/* A transport header (+ optional RPC call body) with an empty chunk list. */
+static uint32_t raw_msg(uint8_t *b, uint32_t xid, uint32_t vers, uint32_t credits,
+			uint32_t proc, int body)
+{
+	uint32_t n = 16;
+
+	put32(b, xid);
+	put32(b + 4, vers);
+	put32(b + 8, credits);
+	put32(b + 12, proc);
+	if (proc <= RPCRDMA_MSGP) {
+		put32(b + 16, 0);
+		put32(b + 20, 0);
+		put32(b + 24, 0);
+		n = 28;
+	}
+	if (body) {
+		uint8_t item_unused[4];
+		struct rpcrdma_ddp_item it;
+
+		(void)item_unused;
+		n += echo_call(b + n, xid, (const uint8_t *)"abcd", 4, 0, &it);
+		fill_pattern(b + n - 4, xid, 4);
+	}
+	return n;
+}
+
+/* Server: wrong version → ERR_VERS with the supported range, the message's XID. */
+static void test_server_err_vers(void)
+{
+	struct raw_rig x;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t n;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	raw_post_recvs(&x.raw, 1);
+	n = raw_msg(m, 0xabc, 2, 1, RPCRDMA_MSG, 1);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	n = raw_poll(&x.raw, out, NULL);
+	CHECK_EQ_U(n, 28);
+	CHECK_EQ_U(get32(out), 0xabc);
+	CHECK_EQ_U(get32(out + 4), 1);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_ERROR);
+	CHECK_EQ_U(get32(out + 16), RPCRDMA_WIRE_ERR_VERS);
+	CHECK_EQ_U(get32(out + 20), 1);
+	CHECK_EQ_U(get32(out + 24), 1);
+	CHECK_EQ_U(x.g.requests, 0);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_VERS_SENT], 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_DECODE], 1);
+}
+
+/* Server: a bad chunk list → ERR_CHUNK; a truncated header → ERR_CHUNK; then a good call
+ * still works on the same connection. */
+static void test_server_err_chunk(void)
+{
+	struct raw_rig x;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t n;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	raw_post_recvs(&x.raw, 1);
+	n = raw_msg(m, 0x55, 1, 1, RPCRDMA_MSG, 1);
+	put32(m + 16, 7);                 /* read-list discriminator 7 */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 20);
+	CHECK_EQ_U(get32(out), 0x55);
+	CHECK_EQ_U(get32(out + 16), RPCRDMA_WIRE_ERR_CHUNK);
+	raw_post_recvs(&x.raw, 1);
+	raw_send(&x.raw, m, 10);          /* truncated */
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 20);
+	CHECK_EQ_U(get32(out + 16), RPCRDMA_WIRE_ERR_CHUNK);
+	raw_post_recvs(&x.raw, 1);
+	n = raw_msg(m, 0x56, 1, 4, RPCRDMA_MSG, 1);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	n = raw_poll(&x.raw, out, NULL);
+	CHECK(n > 28);
+	CHECK_EQ_U(get32(out), 0x56);
+	CHECK_EQ_U(get32(out + 8), 4);    /* granted what was asked */
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_MSG);
+	CHECK_EQ_U(x.g.requests, 1);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 2);
+}
+
+/* Server: a client beyond its grant (1 at start) is disconnected (RFC 5666 §3.3); a DONE
+ * or a reply for nothing is counted and dropped. */
+static void test_server_credit_overrun(void)
+{
+	struct raw_rig x;
+	uint8_t m[256];
+	uint32_t n;
+	int disc = 0;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	x.g.hold = 1;
+	n = raw_msg(m, 0x99, 1, 1, RPCRDMA_DONE, 0);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	n = raw_msg(m, 0x1, 1, 1, RPCRDMA_MSG, 1);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK_EQ_U(x.g.requests, 1);
+	CHECK_EQ_U(x.g.sv.fatal, 0);
+	n = raw_msg(m, 0x2, 1, 1, RPCRDMA_MSG, 1);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK_EQ_U(x.g.requests, 1);
+	CHECK_EQ_U(x.g.sv.fatal, 1);
+	raw_poll(&x.raw, NULL, &disc);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_CREDIT_OVERRUN], 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNKNOWN_XID], 1);
+}
+
+/* Server: RDMA_DONE withheld — the read chunks are released at the deadline, the credit
+ * grant does not drop to 0, the connection stays usable (RFC 5666 §11). */
+static void test_server_done_withheld(void)
+{
+	struct raw_rig x;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t n;
+	uint64_t next;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, rrc_cfg);
+	raw_post_recvs(&x.raw, 2);
+	/* an echo of 3000 inline bytes: the reply is longer than 1024 (no private data from
+	 * this client), no write or reply chunk → the result offered as a read chunk */
+	{
+		struct rpcrdma_ddp_item it;
+		uint8_t *d = malloc(3000);
+
+		fill_pattern(d, 0x31, 3000);
+		put32(m, 0x31);
+		put32(m + 4, 1);
+		put32(m + 8, 8);
+		put32(m + 12, RPCRDMA_MSG);
+		put32(m + 16, 0);
+		put32(m + 20, 0);
+		put32(m + 24, 0);
+		{
+			uint8_t *big = malloc(6000);
+
+			memcpy(big, m, 28);
+			n = 28 + echo_call(big + 28, 0x31, d, 3000, 0, &it);
+			raw_send(&x.raw, big, n);
+			free(big);
+		}
+		free(d);
+	}
+	raw_pump(&x);
+	n = raw_poll(&x.raw, out, NULL);
+	CHECK_EQ_U(n, 16 + 24 + 4 + 4 + 4 + 28);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_MSG);
+	CHECK_EQ_U(get32(out + 16), 1);        /* a read list */
+	CHECK_EQ_U(get32(out + 20), 28);       /* at the result's position */
+	CHECK_EQ_U(get32(out + 28), 3000);
+	CHECK(get32(out + 8) >= 1);            /* credits granted, never 0 */
+	rpcrdma_eng_stats(x.g.sv.eng, &x.st);
+	CHECK_EQ_U(x.st.mrs_live, 3);          /* the offered chunk is held */
+	CHECK_EQ_U(x.g.replies_done, 0);
+	next = rpcrdma_eng_tick(x.g.sv.eng, x.g.now + 10);
+	CHECK_EQ_U(next, x.g.now + 1000);
+	rpcrdma_eng_tick(x.g.sv.eng, x.g.now + 1000);
+	rpcrdma_eng_stats(x.g.sv.eng, &x.st);
+	CHECK_EQ_U(x.st.mrs_live, 2);
+	CHECK_EQ_U(x.g.replies_done, 1);
+	CHECK_EQ_U((uint32_t)x.g.reply_status[0], (uint32_t)-RPCRDMA_ERR_TIMEDOUT);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_DONE_TIMEOUT], 1);
+	/* a late DONE is just counted */
+	n = raw_msg(m, 0x31, 1, 1, RPCRDMA_DONE, 0);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	n = raw_msg(m, 0x32, 1, 1, RPCRDMA_MSG, 1);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL) > 0, 1);
+	CHECK_EQ_U(get32(out), 0x32);
+	CHECK_EQ_U(x.g.sv.fatal, 0);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNKNOWN_XID], 1);
+}
+
+/* Client: replies from a hand-written server — a grant of 0, an unknown XID, ERR_VERS,
+ * ERR_CHUNK, a malformed reply. */
+static uint32_t client_call_raw(struct raw_rig *x, uint32_t len, uint8_t *out)
+{
+	struct call_slot *s = start(&x->g, len, 0, 0, 128, 0);
+
+	raw_pump(x);
+	CHECK(raw_poll(&x->raw, out, NULL) > 0);
+	return s->xid;
+}
+
+static uint32_t raw_reply(uint8_t *b, uint32_t xid, uint32_t credits)
+{
+	uint32_t n = raw_msg(b, xid, 1, credits, RPCRDMA_MSG, 0);
+
+	put32(b + n, xid);
+	put32(b + n + 4, 1);
+	memset(b + n + 8, 0, 16);
+	put32(b + n + 24, 0);
+	return n + 28;
+}
+
+static void test_client_credits_and_errors(void)
+{
+	struct raw_rig x;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t xid, n;
+	struct rpcrdma_eng_stats st;
+
+	raw_up(&x, RPCRDMA_ENG_CLIENT, NULL);
+	raw_post_recvs(&x.raw, 8);
+	xid = client_call_raw(&x, 4, out);
+	CHECK_EQ_U(get32(out + 8), 32);                 /* asks for its maximum */
+	/* a second call waits: 1 credit at start (RFC 8166 §3.3.3) */
+	start(&x.g, 4, 0, 0, 128, 0);
+	raw_pump(&x);
+	rpcrdma_eng_stats(x.g.cl.eng, &st);
+	CHECK_EQ_U(st.credit_waits, 1);
+	CHECK_EQ_U(st.sent[RPCRDMA_MSG], 1);
+	/* a reply for an unknown XID changes nothing */
+	n = raw_reply(m, 0xdead, 9);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	rpcrdma_eng_stats(x.g.cl.eng, &st);
+	CHECK_EQ_U(st.errors[RPCRDMA_EC_UNKNOWN_XID], 1);
+	CHECK_EQ_U(st.sent[RPCRDMA_MSG], 1);
+	/* the real reply grants 0: taken as 1, so the waiting call goes */
+	n = raw_reply(m, xid, 0);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(x.g.slots[0].done && x.g.slots[0].status == 0);
+	rpcrdma_eng_stats(x.g.cl.eng, &st);
+	CHECK_EQ_U(st.credits_granted, 1);
+	CHECK_EQ_U(st.sent[RPCRDMA_MSG], 2);
+	n = raw_poll(&x.raw, out, NULL);
+	xid = get32(out);
+	CHECK_EQ_U(xid, x.g.slots[1].xid);
+	/* ERR_VERS: the call fails with the server's range */
+	n = raw_msg(m, xid, 1, 2, RPCRDMA_ERROR, 0);
+	put32(m + 16, RPCRDMA_WIRE_ERR_VERS);
+	put32(m + 20, 1);
+	put32(m + 24, 1);
+	raw_send(&x.raw, m, 28);
+	raw_pump(&x);
+	CHECK(x.g.slots[1].done);
+	CHECK_EQ_U((uint32_t)x.g.slots[1].status, (uint32_t)-RPCRDMA_ERR_VERSION);
+	/* ERR_CHUNK */
+	xid = client_call_raw(&x, 8, out);
+	n = raw_msg(m, xid, 1, 2, RPCRDMA_ERROR, 0);
+	put32(m + 16, RPCRDMA_WIRE_ERR_CHUNK);
+	raw_send(&x.raw, m, 20);
+	raw_pump(&x);
+	CHECK(x.g.slots[2].done);
+	CHECK_EQ_U((uint32_t)x.g.slots[2].status, (uint32_t)-RPCRDMA_ERR_PROTO);
+	/* a malformed reply (bad discriminator) fails its call */
+	xid = client_call_raw(&x, 8, out);
+	n = raw_reply(m, xid, 2);
+	put32(m + 20, 9);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(x.g.slots[3].done);
+	CHECK_EQ_U((uint32_t)x.g.slots[3].status, (uint32_t)-RPCRDMA_ERR_PROTO);
+	/* a write list in a reply to a call that offered none */
+	xid = client_call_raw(&x, 8, out);
+	n = raw_msg(m, xid, 1, 2, RPCRDMA_MSG, 0);
+	put32(m + 20, 1);                 /* write list: one chunk of one segment */
+	put32(m + 24, 1);
+	put32(m + 28, 0x1234);
+	put32(m + 32, 16);
+	put32(m + 36, 0);
+	put32(m + 40, 0);
+	put32(m + 44, 0);                 /* end of write list */
+	put32(m + 48, 0);                 /* no reply chunk */
+	put32(m + 52, xid);
+	put32(m + 56, 1);
+	memset(m + 60, 0, 20);
+	raw_send(&x.raw, m, 80);
+	raw_pump(&x);
+	CHECK(x.g.slots[4].done);
+	CHECK_EQ_U((uint32_t)x.g.slots[4].status, (uint32_t)-RPCRDMA_ERR_PROTO);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_VERS_RCVD], 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_RCVD], 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_DECODE], 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_CHUNK_MISMATCH], 1);
+}
+
+static void short_wait_cfg(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	(void)s;
+	c->credit_timeout_ms = 500;
+}
+
+/* Client: a call that waits too long for a credit fails with TIMEDOUT. */
+static void test_client_credit_timeout(void)
+{
+	struct raw_rig x;
+	uint8_t out[RAW_SLOT];
+
+	raw_up(&x, RPCRDMA_ENG_CLIENT, short_wait_cfg);
+	raw_post_recvs(&x.raw, 4);
+	client_call_raw(&x, 4, out);
+	start(&x.g, 4, 0, 0, 128, 0);
+	CHECK_EQ_U(rpcrdma_eng_tick(x.g.cl.eng, x.g.now + 100), x.g.now + 500);
+	CHECK(!x.g.slots[1].done);
+	rpcrdma_eng_tick(x.g.cl.eng, x.g.now + 500);
+	CHECK(x.g.slots[1].done);
+	CHECK_EQ_U((uint32_t)x.g.slots[1].status, (uint32_t)-RPCRDMA_ERR_TIMEDOUT);
+	CHECK(!x.g.slots[0].done);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_CREDIT_TIMEOUT], 1);
+	CHECK(x.g.slots[0].done);     /* failed at shutdown */
+	CHECK_EQ_U((uint32_t)x.g.slots[0].status, (uint32_t)-RPCRDMA_ERR_DISCONN);
+}
+
+/* ---- credits end to end ---- */
+
+static void credits8(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	c->max_credits = 8;
+	s->max_credits = 4;
+}
+
+/* 40 calls at once with a server cap of 4: never more than granted in flight, all done. */
+static void test_credit_window(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	int i, ok = 0;
+
+	rig_up(&g, credits8);
+	for (i = 0; i < 40; i++)
+		start(&g, (uint32_t)(i * 997 % 9000), i & 1, (i >> 1) & 1, 10000, 0);
+	pump(&g);
+	for (i = 0; i < 40; i++)
+		ok += g.slots[i].done && g.slots[i].status == 0 && g.slots[i].verified;
+	CHECK_EQ_U(ok, 40);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.credits_granted, 4);
+	CHECK(cs.credits_max <= 4);
+	CHECK_EQ_U(ss.credits_max, 4);
+	CHECK_EQ_U(ss.recvs_posted, 4);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_CREDIT_OVERRUN], 0);
+	CHECK(cs.credit_waits > 0);
+	rig_down(&g);
+}
+
+/* A shared receive budget: the second connection gets what the first left. */
+static struct rpcrdma_credit_pool shared_pool;
+
+static void pooled(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	(void)c;
+	s->pool = &shared_pool;
+	s->max_credits = 4;
+}
+
+static void test_credit_pool(void)
+{
+	struct rig g[3];
+	struct rpcrdma_eng_stats cs, ss;
+	uint32_t expect[3] = { 4, 4, 1 };
+	int i, k;
+
+	rpcrdma_credit_pool_init(&shared_pool, 9);
+	for (k = 0; k < 3; k++) {
+		rig_up(&g[k], pooled);
+		for (i = 0; i < 3; i++)
+			start(&g[k], 10, 0, 0, 128, 0);
+		pump(&g[k]);
+		stats(&g[k], &cs, &ss);
+		CHECK_EQ_U(cs.credits_granted, expect[k]);
+		CHECK_EQ_U(ss.recvs_posted, expect[k]);
+		CHECK_EQ_U(g[k].completed, 3);
+	}
+	CHECK_EQ_U(shared_pool.used, 9);
+	/* no receive left for a fourth connection's first credit: it cannot start */
+	{
+		struct rpcrdma_eng_config c;
+		struct rpcrdma_eng_upper up = { .request = on_request };
+		struct rpcrdma_eng_lower lo;
+		struct rpcrdma_ep *a, *b;
+		struct rpcrdma_eng *e;
+
+		rpcrdma_eng_config_default(&c, RPCRDMA_ENG_SERVER);
+		c.pool = &shared_pool;
+		CHECK_EQ_U(rpcrdma_mock_pair(g[0].p, NULL, 0, NULL, 0, &a, &b), 0);
+		CHECK_EQ_U(rpcrdma_eng_create(&c, &up, &e), 0);
+		rpcrdma_eng_lower_ep(&lo, g[0].p, b);
+		CHECK_EQ_U((uint32_t)rpcrdma_eng_start(e, &lo, 0), (uint32_t)-RPCRDMA_ERR_NOSPC);
+		rpcrdma_eng_destroy(e);
+		rpcrdma_ep_close(a);
+		rpcrdma_ep_close(b);
+	}
+	CHECK_EQ_U(shared_pool.used, 9);
+	for (k = 2; k >= 0; k--)
+		rig_down(&g[k]);
+	CHECK_EQ_U(shared_pool.used, 0);
+}
+
+/* ---- disconnects and faults ---- */
+
+/* Disconnect with calls waiting, sent and being read: all fail, nothing stays
+ * registered; a new connection starts again at one credit. */
+static void test_disconnect_fails_everything(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs;
+	int i;
+
+	rig_up(&g, credits8);
+	g.hold = 1;
+	for (i = 0; i < 6; i++)
+		start(&g, 3000, 1, 1, 5000, 0);
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 1);         /* one credit at first: one call reached the server */
+	rpcrdma_mock_disconnect(g.cl.ep);
+	pump(&g);
+	for (i = 0; i < 6; i++)
+		CHECK(g.slots[i].done &&
+		      g.slots[i].status == -RPCRDMA_ERR_DISCONN);
+	CHECK_EQ_U(g.cl.fatal, 1);
+	CHECK_EQ_U(g.sv.fatal, 1);
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.mrs_live, 2);
+	CHECK_EQ_U(cs.errors[RPCRDMA_EC_DISCONNECT], 1);
+	/* the held request: replying now says the connection is gone */
+	{
+		struct reply_ctx *x = calloc(1, sizeof(*x));
+
+		x->a.xdr = x->hdr;
+		x->a.xdr_len = echo_reply(x->hdr, 1, NULL, 0, &x->item);
+		CHECK_EQ_U((uint32_t)rpcrdma_eng_reply(g.sv.eng, g.held[0], &x->a, g.now),
+			   (uint32_t)-RPCRDMA_ERR_DISCONN);
+		free(x);
+		g.nheld = 0;
+	}
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_call(g.cl.eng, &g.slots[0].a, NULL, g.now, &g.slots[0].c),
+		   (uint32_t)-RPCRDMA_ERR_DISCONN);
+	rig_down(&g);
+	rig_up(&g, credits8);
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.credits_granted, 0);
+	start(&g, 10, 0, 0, 128, 0);
+	start(&g, 10, 0, 0, 128, 0);
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.credits_in_use, 1);      /* one credit at the start */
+	pump(&g);
+	CHECK_EQ_U(g.completed, 2);
+	rig_down(&g);
+}
+
+/* Abandoning calls: waiting, sent, completed. */
+static void test_call_abandon(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs;
+
+	rig_up(&g, NULL);
+	g.hold = 1;
+	start(&g, 100, 1, 1, 5000, 0);
+	start(&g, 100, 1, 1, 5000, 0);
+	pump(&g);
+	rpcrdma_eng_call_free(g.slots[1].c);     /* waiting for a credit */
+	rpcrdma_eng_call_free(g.slots[0].c);     /* sent: withdrawn, credit kept */
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.mrs_live, 2);
+	CHECK_EQ_U(cs.credits_in_use, 1);
+	/* the late reply frees it and gives the credit back */
+	g.hold = 0;
+	answer(&g, g.held[0]);
+	g.nheld = 0;
+	pump(&g);
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.credits_in_use, 0);
+	CHECK_EQ_U(g.completed, 0);
+	rig_down(&g);
+}
+
+static void full_exchange(struct rig *g, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		start(g, 6000 + (uint32_t)i, 1, 1, 9000, ANY_RC);
+	start(g, 9000, 0, 0, 9100, ANY_RC);   /* long call, long reply */
+	pump(g);
+}
+
+static void rrc_all(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	rrc_cfg(c, s);
+}
+
+/* A fault at each step of exchanges that use every mechanism: each completion failed,
+ * the connection broken at each post, each received message corrupted. Every call
+ * completes (successfully or with an error), nothing leaks, nothing crashes. */
+static void fault_sweep(int kind, cfg_fn cfg)
+{
+	int step, total_ok = 0, total_err = 0;
+
+	for (step = 1; step <= 40; step++) {
+		struct rpcrdma_mock_faults f;
+		struct rig g;
+		int i, done = 0;
+
+		memset(&f, 0, sizeof(f));
+		if (kind == 0)
+			f.fail_completion = (uint32_t)step;
+		else if (kind == 1)
+			f.disconnect_at_post = (uint32_t)step;
+		else if (kind == 2) {
+			f.corrupt_recv = (uint32_t)(step % 12 + 1);
+			f.corrupt_offset = (uint32_t)(step / 12 * 4 + (step % 5) * 4);
+		} else {
+			f.delay_completion = (uint32_t)step;
+			f.delay_polls = 3;
+		}
+		rig_up_with(&g, cfg, &f);
+		full_exchange(&g, 3);
+		for (i = 0; i < g.nslots; i++) {
+			done += g.slots[i].done;
+			if (g.slots[i].done && g.slots[i].status == 0) {
+				CHECK(g.slots[i].verified);
+				total_ok++;
+			} else {
+				total_err++;
+			}
+		}
+		if (kind == 3)
+			CHECK_EQ_U(done, g.nslots);
+		/* a corrupt message may leave a call waiting for a reply that never comes:
+		 * the connection's end completes it */
+		rig_down(&g);
+		for (i = 0; i < g.nslots; i++)
+			CHECK(g.slots[i].done);
+	}
+	printf("  fault kind %d: %d calls ok, %d failed\n", kind, total_ok, total_err);
+	CHECK(total_err > 0 || kind == 3);
+	CHECK(total_ok > 0);
+}
+
+static void test_fault_fail_completion(void) { fault_sweep(0, NULL); }
+static void test_fault_disconnect_at_post(void) { fault_sweep(1, NULL); }
+static void test_fault_corrupt(void) { fault_sweep(2, NULL); }
+static void test_fault_delay(void) { fault_sweep(3, NULL); }
+static void test_fault_rrc(void)
+{
+	int k;
+
+	for (k = 0; k < 3; k++)
+		fault_sweep(k, rrc_all);
+}
+
+static void test_config_checks(void)
+{
+	struct rpcrdma_eng_config c;
+	struct rpcrdma_eng_upper up = { .call_done = on_call_done };
+	struct rpcrdma_eng *e;
+
+	rpcrdma_eng_config_default(&c, RPCRDMA_ENG_CLIENT);
+	c.max_credits = 0;
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_create(&c, &up, &e), (uint32_t)-RPCRDMA_ERR_RANGE);
+	rpcrdma_eng_config_default(&c, RPCRDMA_ENG_CLIENT);
+	c.inline_recv = 512;
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_create(&c, &up, &e), (uint32_t)-RPCRDMA_ERR_RANGE);
+	rpcrdma_eng_config_default(&c, RPCRDMA_ENG_CLIENT);
+	c.msgp_align = 6;
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_create(&c, &up, &e), (uint32_t)-RPCRDMA_ERR_RANGE);
+	rpcrdma_eng_config_default(&c, RPCRDMA_ENG_SERVER);
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_create(&c, &up, &e), (uint32_t)-RPCRDMA_ERR_INVAL);
+	CHECK_EQ_U(strcmp(rpcrdma_eng_errclass_name(RPCRDMA_EC_CREDIT_OVERRUN), "credit_overrun"), 0);
+}
+
+/* Without RFC 8797 private data from the peer, 1024 bytes inline (RFC 8166 §3.3.2). */
+static void test_no_pdata_1024(void)
+{
+	struct raw_rig x;
+	struct rpcrdma_eng_stats st;
+	uint8_t out[RAW_SLOT];
+
+	raw_up(&x, RPCRDMA_ENG_CLIENT, NULL);
+	raw_post_recvs(&x.raw, 2);
+	rpcrdma_eng_stats(x.g.cl.eng, &st);
+	CHECK_EQ_U(st.inline_send, 1024);
+	client_call_raw(&x, 1024 - 28 - 44, out);       /* 1024 bytes: inline */
+	rpcrdma_eng_stats(x.g.cl.eng, &st);
+	CHECK_EQ_U(st.sent[RPCRDMA_MSG], 1);
+	raw_down(&x);
+}
+
+int main(void)
+{
+	RUN(test_config_checks);
+	RUN(test_msgp_pad_rule);
+	RUN(test_inline_both_ways);
+	RUN(test_all_chunks_in_one_call);
+	RUN(test_odd_length_roundup);
+	RUN(test_long_call);
+	RUN(test_long_call_with_item);
+	RUN(test_long_reply);
+	RUN(test_reply_fits_nowhere);
+	RUN(test_msgp);
+	RUN(test_read_chunks_in_reply_with_done);
+	RUN(test_server_err_vers);
+	RUN(test_server_err_chunk);
+	RUN(test_server_credit_overrun);
+	RUN(test_server_done_withheld);
+	RUN(test_client_credits_and_errors);
+	RUN(test_client_credit_timeout);
+	RUN(test_credit_window);
+	RUN(test_credit_pool);
+	RUN(test_disconnect_fails_everything);
+	RUN(test_call_abandon);
+	RUN(test_no_pdata_1024);
+	RUN(test_fault_fail_completion);
+	RUN(test_fault_disconnect_at_post);
+	RUN(test_fault_corrupt);
+	RUN(test_fault_delay);
+	RUN(test_fault_rrc);
+	HARNESS_END();
+}
