@@ -767,8 +767,9 @@ static int offer_long_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 }
 
 /* Choose the reply's form, in order of preference: inline (results in write chunks);
- * with read chunks for results (configured, RFC 5666); the reply chunk; a position-zero
- * read chunk (configured, RFC 5666 §3.5). Returns -RPCRDMA_ERR_NOSPC when none fits. */
+ * the reply chunk (RFC 5666 §5.2 prefers RDMA Write); when configured (RFC 5666 §3.5),
+ * results offered as read chunks, then the whole reply as a position-zero read chunk.
+ * Returns -RPCRDMA_ERR_NOSPC when none fits. */
 static int plan_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 		      const struct rpcrdma_reply_args *a)
 {
@@ -776,9 +777,9 @@ static int plan_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	uint32_t placed, left, hdr;
 	const uint8_t *flat;
 	uint64_t len;
+	bool chunk_fits;
 	int rc;
 
-	r->out.proc = RPCRDMA_MSG;
 	if (try_msgp(e, r, a))
 		return 0;
 	rc = place_writes(e, r, a, &placed, true);
@@ -791,18 +792,18 @@ static int plan_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	r->inline_mask = left;
 	if (hdr + len <= e->inline_send)
 		return 0;
-	if (rrc && left && hdr + 20u * popcount(left) + a->xdr_len <= e->inline_send) {
+	chunk_fits = r->has_reply && len <= rpcrdma_write_chunk_len(&r->reply);
+	if (!chunk_fits && rrc && left &&
+	    hdr + 20u * popcount(left) + a->xdr_len <= e->inline_send) {
 		r->inline_mask = 0;
 		return offer_read_chunks(e, r, a, left);
 	}
-	if (len > e->cfg.max_message)
-		return -RPCRDMA_ERR_NOSPC;
-	if (!(r->has_reply && len <= rpcrdma_write_chunk_len(&r->reply)) && !rrc)
+	if (len > e->cfg.max_message || (!chunk_fits && !rrc))
 		return -RPCRDMA_ERR_NOSPC;
 	flat = flat_reply(r, a, left, len);
 	if (!flat)
 		return -RPCRDMA_ERR_NOMEM;
-	if (r->has_reply && len <= rpcrdma_write_chunk_len(&r->reply))
+	if (chunk_fits)
 		return use_reply_chunk(e, r, flat, len);
 	return offer_long_reply(e, r, flat, len);
 }

@@ -110,4 +110,133 @@ static inline uint32_t echo_reply(uint8_t *out, uint32_t xid, const uint8_t *dat
 	return 28;
 }
 
+/* ---- the requester's side of one echo call ---- */
+
+struct echo_slot {
+	uint32_t xid, len;
+	uint8_t *data;              /* argument */
+	uint8_t *xdr;
+	uint8_t *res;               /* result buffer (write chunk), when offered */
+	struct rpcrdma_ddp_item item;
+	struct rpcrdma_ddp_buf buf;
+	struct rpcrdma_call_args a;
+	struct rpcrdma_eng_call *c;
+	int done, status, verified;
+};
+
+/* A call of len pattern bytes; ddp_arg: the argument as a read chunk; ddp_res: a result
+ * buffer offered as a write chunk. */
+static inline void echo_slot_setup(struct echo_slot *s, uint32_t xid, uint32_t len, int ddp_arg,
+				   int ddp_res, uint32_t max_reply)
+{
+	memset(s, 0, sizeof(*s));
+	s->xid = xid;
+	s->len = len;
+	s->data = malloc(len + 1);
+	s->xdr = malloc(ECHO_CALL_HDR + 8 + len);
+	if (!s->data || !s->xdr)
+		abort();
+	fill_pattern(s->data, xid, len);
+	s->a.xdr = s->xdr;
+	s->a.xdr_len = echo_call(s->xdr, xid, s->data, len, ddp_arg, &s->item);
+	if (ddp_arg) {
+		s->a.items = &s->item;
+		s->a.nitems = 1;
+	}
+	if (ddp_res) {
+		s->res = malloc(len + 1);
+		if (!s->res)
+			abort();
+		s->buf.data = s->res;
+		s->buf.cap = len;
+		s->a.results = &s->buf;
+		s->a.nresults = 1;
+	}
+	s->a.max_reply = max_reply;
+}
+
+static inline void echo_slot_free(struct echo_slot *s)
+{
+	free(s->data);
+	free(s->xdr);
+	free(s->res);
+	s->data = s->xdr = s->res = NULL;
+}
+
+/* 1 when the reply carries the argument back, byte for byte, from the stream (MSGP
+ * padding honoured) or from the result buffer. */
+static inline int echo_verify(const struct echo_slot *s, const struct rpcrdma_eng_call *c)
+{
+	uint32_t rlen, len, align, thresh, base;
+	const uint8_t *rep = (const uint8_t *)rpcrdma_eng_call_reply(c, &rlen), *data;
+
+	rpcrdma_eng_call_msgp(c, &align, &thresh, &base);
+	if (!rep || rlen < ECHO_REPLY_HDR + 4 || get32(rep) != s->xid || get32(rep + 4) != 1)
+		return 0;
+	len = get32(rep + ECHO_REPLY_HDR);
+	if (len != s->len)
+		return 0;
+	if (s->buf.used)
+		return s->buf.len == len && check_pattern(s->res, s->xid, len) == len;
+	data = echo_opaque(rep, rlen, ECHO_REPLY_HDR, align, thresh, base, &len);
+	return data && check_pattern(data, s->xid, len) == len;
+}
+
+/* ---- the responder's side ---- */
+
+struct echo_reply_ctx {
+	uint8_t hdr[32];
+	uint8_t *flat;
+	struct rpcrdma_ddp_item item;
+	struct rpcrdma_reply_args a;
+};
+
+static inline void echo_reply_free(void *p)
+{
+	struct echo_reply_ctx *x = (struct echo_reply_ctx *)p;
+
+	if (x)
+		free(x->flat);
+	free(x);
+}
+
+/* Check the call's argument and send it back: as a DDP item (from the call's own buffer,
+ * no copy), or, with inline_results, inside the reply stream. Returns 1 if the argument
+ * did not verify. The context is the request's user pointer (free it in reply_done). */
+static inline int echo_answer(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint64_t now,
+			      int inline_results)
+{
+	uint32_t len, clen, align, thresh, base, xid = rpcrdma_eng_req_xid(r);
+	const uint8_t *call = (const uint8_t *)rpcrdma_eng_req_call(r, &clen), *data;
+	struct echo_reply_ctx *x = (struct echo_reply_ctx *)calloc(1, sizeof(*x));
+	int bad;
+
+	if (!x)
+		abort();
+	rpcrdma_eng_req_msgp(r, &align, &thresh, &base);
+	data = echo_opaque(call, clen, ECHO_CALL_HDR, align, thresh, base, &len);
+	bad = !data || check_pattern(data, xid, len) != len || get32(call) != xid;
+	if (!data)
+		len = 0;
+	x->a.xdr = x->hdr;
+	x->a.xdr_len = echo_reply(x->hdr, xid, data, len, &x->item);
+	x->a.items = &x->item;
+	x->a.nitems = 1;
+	if (inline_results) {
+		x->flat = (uint8_t *)malloc(x->a.xdr_len + len + 4);
+		if (!x->flat)
+			abort();
+		memcpy(x->flat, x->hdr, x->a.xdr_len);
+		if (len)
+			memcpy(x->flat + x->a.xdr_len, data, len);
+		memset(x->flat + x->a.xdr_len + len, 0, 3);
+		x->a.xdr = x->flat;
+		x->a.xdr_len += (len + 3) & ~3u;
+		x->a.nitems = 0;
+	}
+	rpcrdma_eng_req_set_user(r, x);
+	rpcrdma_eng_reply(e, r, &x->a, now);
+	return bad;
+}
+
 #endif

@@ -18,19 +18,6 @@ struct side {
 	int fatal;
 };
 
-struct call_slot {
-	uint32_t xid, len;
-	int ddp_arg, ddp_res;
-	uint8_t *data;              /* argument */
-	uint8_t *xdr;
-	uint8_t *res;               /* result buffer */
-	struct rpcrdma_ddp_item item;
-	struct rpcrdma_ddp_buf buf;
-	struct rpcrdma_call_args a;
-	struct rpcrdma_eng_call *c;
-	int done, status, verified;
-};
-
 struct rig {
 	struct rpcrdma_prov *p;
 	struct side cl, sv;
@@ -44,47 +31,16 @@ struct rig {
 	int bad_calls;              /* calls whose data did not verify at the server */
 	int inline_results;         /* reply with the data in the stream, not as an item */
 	/* client */
-	struct call_slot slots[MAXQ];
+	struct echo_slot slots[MAXQ];
 	int nslots, completed;
-};
-
-struct reply_ctx {
-	uint8_t hdr[32];
-	uint8_t *flat;
-	struct rpcrdma_ddp_item item;
-	struct rpcrdma_reply_args a;
 };
 
 /* ---- server upper face ---- */
 
 static void answer(struct rig *g, struct rpcrdma_eng_req *r)
 {
-	uint32_t len, clen, align, thresh, base;
-	const uint8_t *call = rpcrdma_eng_req_call(r, &clen), *data;
-	struct reply_ctx *x = calloc(1, sizeof(*x));
-	uint32_t xid = rpcrdma_eng_req_xid(r);
-
-	rpcrdma_eng_req_msgp(r, &align, &thresh, &base);
-	data = echo_opaque(call, clen, ECHO_CALL_HDR, align, thresh, base, &len);
-	if (!data || check_pattern(data, xid, len) != len || get32(call) != xid)
+	if (echo_answer(g->sv.eng, r, g->now, g->inline_results))
 		g->bad_calls++;
-	if (!data)
-		len = 0;
-	x->a.xdr = x->hdr;
-	x->a.xdr_len = echo_reply(x->hdr, xid, data, len, &x->item);
-	x->a.items = &x->item;
-	x->a.nitems = 1;
-	if (g->inline_results) {
-		x->flat = malloc(x->a.xdr_len + len + 4);
-		memcpy(x->flat, x->hdr, x->a.xdr_len);
-		memcpy(x->flat + x->a.xdr_len, data, len);
-		memset(x->flat + x->a.xdr_len + len, 0, 3);
-		x->a.xdr = x->flat;
-		x->a.xdr_len += (len + 3) & ~3u;
-		x->a.nitems = 0;
-	}
-	rpcrdma_eng_req_set_user(r, x);
-	rpcrdma_eng_reply(g->sv.eng, r, &x->a, g->now);
 }
 
 static void on_request(void *ctx, struct rpcrdma_eng_req *r)
@@ -106,9 +62,7 @@ static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
 	if (g->replies_done < 8)
 		g->reply_status[g->replies_done] = status;
 	g->replies_done++;
-	if (rpcrdma_eng_req_user(r))
-		free(((struct reply_ctx *)rpcrdma_eng_req_user(r))->flat);
-	free(rpcrdma_eng_req_user(r));
+	echo_reply_free(rpcrdma_eng_req_user(r));
 }
 
 static void sv_fatal(void *ctx, int reason)
@@ -119,36 +73,15 @@ static void sv_fatal(void *ctx, int reason)
 
 /* ---- client upper face ---- */
 
-static void verify_reply(struct call_slot *s, struct rpcrdma_eng_call *c)
-{
-	uint32_t rlen, len, align, thresh, base;
-	const uint8_t *rep = rpcrdma_eng_call_reply(c, &rlen), *data;
-
-	rpcrdma_eng_call_msgp(c, &align, &thresh, &base);
-	if (!rep || rlen < ECHO_REPLY_HDR + 4 || get32(rep) != s->xid || get32(rep + 4) != 1)
-		return;
-	len = get32(rep + ECHO_REPLY_HDR);
-	if (len != s->len)
-		return;
-	if (s->buf.used) {
-		if (s->buf.len == len && check_pattern(s->res, s->xid, len) == len)
-			s->verified = 1;
-		return;
-	}
-	data = echo_opaque(rep, rlen, ECHO_REPLY_HDR, align, thresh, base, &len);
-	if (data && check_pattern(data, s->xid, len) == len)
-		s->verified = 1;
-}
-
 static void on_call_done(void *ctx, struct rpcrdma_eng_call *c)
 {
 	struct rig *g = ctx;
-	struct call_slot *s = rpcrdma_eng_call_user(c);
+	struct echo_slot *s = rpcrdma_eng_call_user(c);
 
 	s->done = 1;
 	s->status = rpcrdma_eng_call_status(c);
 	if (!s->status)
-		verify_reply(s, c);
+		s->verified = echo_verify(s, c);
 	g->completed++;
 	rpcrdma_eng_call_free(c);
 	s->c = NULL;
@@ -238,11 +171,8 @@ static void free_slots(struct rig *g)
 {
 	int i;
 
-	for (i = 0; i < g->nslots; i++) {
-		free(g->slots[i].data);
-		free(g->slots[i].xdr);
-		free(g->slots[i].res);
-	}
+	for (i = 0; i < g->nslots; i++)
+		echo_slot_free(&g->slots[i]);
 }
 
 /* Tear down and check nothing is left registered or pending. */
@@ -268,33 +198,13 @@ static void rig_down(struct rig *g)
 
 /* Start an echo call of len bytes. ddp_arg: the argument as a read chunk; ddp_res: a
  * result buffer offered (write chunk); max_reply: the reply's size bound. */
-static struct call_slot *start(struct rig *g, uint32_t len, int ddp_arg, int ddp_res,
+static struct echo_slot *start(struct rig *g, uint32_t len, int ddp_arg, int ddp_res,
 			       uint32_t max_reply, int expect_rc)
 {
-	struct call_slot *s = &g->slots[g->nslots++];
+	struct echo_slot *s = &g->slots[g->nslots++];
 	int rc;
 
-	s->xid = 0x1000u + (uint32_t)g->nslots * 17u;
-	s->len = len;
-	s->ddp_arg = ddp_arg;
-	s->ddp_res = ddp_res;
-	s->data = malloc(len + 1);
-	s->xdr = malloc(ECHO_CALL_HDR + 8 + len);
-	fill_pattern(s->data, s->xid, len);
-	s->a.xdr = s->xdr;
-	s->a.xdr_len = echo_call(s->xdr, s->xid, s->data, len, ddp_arg, &s->item);
-	if (ddp_arg) {
-		s->a.items = &s->item;
-		s->a.nitems = 1;
-	}
-	if (ddp_res) {
-		s->res = malloc(len + 1);
-		s->buf.data = s->res;
-		s->buf.cap = len;
-		s->a.results = &s->buf;
-		s->a.nresults = 1;
-	}
-	s->a.max_reply = max_reply;
+	echo_slot_setup(s, 0x1000u + (uint32_t)g->nslots * 17u, len, ddp_arg, ddp_res, max_reply);
 	rc = rpcrdma_eng_call(g->cl.eng, &s->a, s, g->now, &s->c);
 	if (expect_rc != ANY_RC)
 		CHECK_EQ_U((uint32_t)rc, (uint32_t)expect_rc);
@@ -319,7 +229,7 @@ static void test_inline_both_ways(void)
 {
 	struct rig g;
 	struct rpcrdma_eng_stats cs, ss;
-	struct call_slot *s;
+	struct echo_slot *s;
 
 	rig_up(&g, NULL);
 	s = start(&g, 100, 0, 0, REPLY_MAX(100), 0);
@@ -350,7 +260,7 @@ static void test_all_chunks_in_one_call(void)
 {
 	struct rig g;
 	struct rpcrdma_eng_stats cs, ss;
-	struct call_slot *s;
+	struct echo_slot *s;
 
 	rig_up(&g, NULL);
 	s = start(&g, 200000, 1, 1, 100000, 0);
@@ -395,7 +305,7 @@ static void test_long_call(void)
 {
 	struct rig g;
 	struct rpcrdma_eng_stats cs, ss;
-	struct call_slot *s;
+	struct echo_slot *s;
 
 	rig_up(&g, NULL);
 	s = start(&g, 50000, 0, 1, 128, 0);
@@ -415,7 +325,7 @@ static void test_long_call(void)
 static void test_long_call_with_item(void)
 {
 	struct rig g;
-	struct call_slot *s;
+	struct echo_slot *s;
 	struct rpcrdma_eng_stats ss, cs;
 	static uint8_t big[6000];
 	struct rpcrdma_ddp_item items[2];
@@ -462,7 +372,7 @@ static void test_long_call_with_item(void)
 		/* answer with an empty echo */
 		g.hold = 0;
 		{
-			struct reply_ctx *x = calloc(1, sizeof(*x));
+			struct echo_reply_ctx *x = calloc(1, sizeof(*x));
 
 			x->a.xdr = x->hdr;
 			x->a.xdr_len = echo_reply(x->hdr, s->xid, NULL, 0, &x->item);
@@ -485,7 +395,7 @@ static void test_long_reply(void)
 {
 	struct rig g;
 	struct rpcrdma_eng_stats cs, ss;
-	struct call_slot *s;
+	struct echo_slot *s;
 
 	rig_up(&g, NULL);
 	s = start(&g, 30000, 1, 0, REPLY_MAX(30000), 0);
@@ -506,7 +416,7 @@ static void test_reply_fits_nowhere(void)
 {
 	struct rig g;
 	struct rpcrdma_eng_stats cs, ss;
-	struct call_slot *s;
+	struct echo_slot *s;
 
 	rig_up(&g, NULL);
 	s = start(&g, 30000, 1, 0, 256, 0);     /* no reply chunk: max_reply is small */
@@ -539,7 +449,7 @@ static void test_msgp(void)
 {
 	struct rig g;
 	struct rpcrdma_eng_stats cs, ss;
-	struct call_slot *s1, *s2;
+	struct echo_slot *s1, *s2;
 
 	rig_up(&g, msgp_cfg);
 	s1 = start(&g, 1000, 1, 0, 2000, 0);
@@ -583,7 +493,7 @@ static void test_read_chunks_in_reply_with_done(void)
 {
 	struct rig g;
 	struct rpcrdma_eng_stats cs, ss;
-	struct call_slot *s1, *s2;
+	struct echo_slot *s1, *s2;
 
 	rig_up(&g, rrc_cfg);
 	/* no write chunk: the result is offered as a read chunk at its position */
@@ -937,7 +847,7 @@ static void test_server_done_withheld(void)
  * ERR_CHUNK, a malformed reply. */
 static uint32_t client_call_raw(struct raw_rig *x, uint32_t len, uint8_t *out)
 {
-	struct call_slot *s = start(&x->g, len, 0, 0, 128, 0);
+	struct echo_slot *s = start(&x->g, len, 0, 0, 128, 0);
 
 	raw_pump(x);
 	CHECK(raw_poll(&x->raw, out, NULL) > 0);
@@ -1181,7 +1091,7 @@ static void test_disconnect_fails_everything(void)
 	CHECK_EQ_U(cs.errors[RPCRDMA_EC_DISCONNECT], 1);
 	/* the held request: replying now says the connection is gone */
 	{
-		struct reply_ctx *x = calloc(1, sizeof(*x));
+		struct echo_reply_ctx *x = calloc(1, sizeof(*x));
 
 		x->a.xdr = x->hdr;
 		x->a.xdr_len = echo_reply(x->hdr, 1, NULL, 0, &x->item);
@@ -1254,7 +1164,7 @@ static void fault_sweep(int kind, cfg_fn cfg)
 {
 	int step, total_ok = 0, total_err = 0;
 
-	for (step = 1; step <= 40; step++) {
+	for (step = 1; step <= 64; step++) {
 		struct rpcrdma_mock_faults f;
 		struct rig g;
 		int i, done = 0;
@@ -1305,6 +1215,39 @@ static void test_fault_rrc(void)
 
 	for (k = 0; k < 3; k++)
 		fault_sweep(k, rrc_all);
+}
+
+static void tight_cfg(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	c->sq_depth = 2;
+	s->sq_depth = 2;
+	s->write_send_ordered = 0;
+	s->reply_read_chunks = 1;
+	c->max_credits = 16;
+}
+
+/* A send queue of 2 and a provider said not to order Writes before Sends: work waits
+ * for room in order, each reply's Send waits for its Writes' completions, and every
+ * mechanism still completes. */
+static void test_tight_send_queue_unordered(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	int i, ok = 0;
+
+	rig_up(&g, tight_cfg);
+	for (i = 0; i < 24; i++)
+		start(&g, 3000u + (uint32_t)i * 1111u, i % 3 == 0, i % 2 == 0,
+		      i % 4 == 1 ? 256u : 40000u, 0);
+	pump(&g);
+	for (i = 0; i < 24; i++)
+		ok += g.slots[i].done && g.slots[i].status == 0 && g.slots[i].verified;
+	CHECK_EQ_U(ok, 24);
+	stats(&g, &cs, &ss);
+	CHECK(ss.rdma_writes > 0);
+	CHECK(cs.sent[RPCRDMA_DONE] > 0);
+	CHECK_EQ_U(g.bad_calls, 0);
+	rig_down(&g);
 }
 
 static void test_config_checks(void)
@@ -1368,6 +1311,7 @@ int main(void)
 	RUN(test_disconnect_fails_everything);
 	RUN(test_call_abandon);
 	RUN(test_no_pdata_1024);
+	RUN(test_tight_send_queue_unordered);
 	RUN(test_fault_fail_completion);
 	RUN(test_fault_disconnect_at_post);
 	RUN(test_fault_corrupt);

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The engine between two processes over a real libfabric provider: engine_peer server
+# and client, every argument and result verified byte for byte.
+# Usage: test_engine_e2e.sh PEER_BIN PROV [INLINE [rfc5666]]
+set -u
+PEER=$1
+PROV=$2
+INL=${3:-1024}
+MODE=${4:-plain}
+out=$(mktemp -d)
+cleanup() {
+	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
+	rm -rf "$out"
+}
+trap cleanup EXIT
+
+"$PEER" server "$PROV" 0 "$INL" "$MODE" >"$out/server" 2>&1 &
+spid=$!
+for _ in $(seq 100); do
+	grep -q '^listening' "$out/server" 2>/dev/null && break
+	kill -0 $spid 2>/dev/null || break
+	sleep 0.1
+done
+port=$(sed -n 's/^listening //p' "$out/server")
+if [ -z "$port" ]; then
+	cat "$out/server"
+	grep -q 'not usable' "$out/server" && { echo "SKIPPED: $PROV not usable"; exit 77; }
+	exit 1
+fi
+timeout 300 "$PEER" client "$PROV" 127.0.0.1 "$port" "$INL" "$MODE"
+crc=$?
+wait $spid
+src=$?
+spid=
+cat "$out/server"
+echo "client exit $crc, server exit $src"
+[ $crc -eq 0 ] && [ $src -eq 0 ]
