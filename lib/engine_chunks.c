@@ -154,7 +154,8 @@ uint64_t rpcrdma__flatten(uint8_t *dst, const uint8_t *xdr, uint32_t xdr_len,
 		round = eng_roundup4(it->len) - it->len;
 		if (dst) {
 			memset(dst + out, 0, pad);
-			memcpy(dst + out + pad, it->data, it->len);
+			if (it->len)
+				memcpy(dst + out + pad, it->data, it->len);
 			memset(dst + out + pad + it->len, 0, round);
 		}
 		out += (uint64_t)pad + it->len + round;

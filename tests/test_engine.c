@@ -20,6 +20,7 @@ struct side {
 
 struct rig {
 	struct rpcrdma_prov *p;
+	struct rpcrdma_prov *shared_p;   /* set before rig_up: use this provider */
 	struct side cl, sv;
 	uint64_t now;
 	/* server behaviour */
@@ -97,7 +98,8 @@ static void cl_fatal(void *ctx, int reason)
 
 typedef void (*cfg_fn)(struct rpcrdma_eng_config *cl, struct rpcrdma_eng_config *sv);
 
-static void rig_up_with(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_faults *f)
+static void rig_up_on(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_faults *f,
+		      struct rpcrdma_prov *shared)
 {
 	struct rpcrdma_eng_config cc, sc;
 	struct rpcrdma_eng_lower lo;
@@ -111,11 +113,15 @@ static void rig_up_with(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_f
 
 	memset(g, 0, sizeof(*g));
 	g->now = 1000;
+	g->shared_p = shared;
 	rpcrdma_eng_config_default(&cc, RPCRDMA_ENG_CLIENT);
 	rpcrdma_eng_config_default(&sc, RPCRDMA_ENG_SERVER);
 	if (tweak)
 		tweak(&cc, &sc);
-	CHECK_EQ_U(rpcrdma_prov_open("mock", &g->p, NULL, 0), 0);
+	if (shared)
+		g->p = shared;
+	else
+		CHECK_EQ_U(rpcrdma_prov_open("mock", &g->p, NULL, 0), 0);
 	if (f)
 		CHECK_EQ_U(rpcrdma_mock_set_faults(g->p, f), 0);
 	/* the engines exist before the connection: their private data goes in it */
@@ -135,6 +141,11 @@ static void rig_up_with(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_f
 	CHECK_EQ_U(rpcrdma_eng_start(g->sv.eng, &lo, g->now), 0);
 	rpcrdma_eng_lower_ep(&lo, g->p, g->cl.ep);
 	CHECK_EQ_U(rpcrdma_eng_start(g->cl.eng, &lo, g->now), 0);
+}
+
+static void rig_up_with(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_faults *f)
+{
+	rig_up_on(g, tweak, f, NULL);
 }
 
 static void rig_up(struct rig *g, cfg_fn tweak)
@@ -188,9 +199,11 @@ static void rig_down(struct rig *g)
 	rpcrdma_ep_close(g->sv.ep);
 	rpcrdma_eng_destroy(g->cl.eng);
 	rpcrdma_eng_destroy(g->sv.eng);
-	CHECK_EQ_U(rpcrdma_mock_get_stats(g->p, &ms), 0);
-	CHECK_EQ_U(ms.mrs_live, 0);
-	rpcrdma_prov_close(g->p);
+	if (!g->shared_p) {
+		CHECK_EQ_U(rpcrdma_mock_get_stats(g->p, &ms), 0);
+		CHECK_EQ_U(ms.mrs_live, 0);
+		rpcrdma_prov_close(g->p);
+	}
 	free_slots(g);
 }
 
@@ -731,6 +744,10 @@ static void test_server_err_chunk(void)
 	raw_pump(&x);
 	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 20);
 	CHECK_EQ_U(get32(out + 16), RPCRDMA_WIRE_ERR_CHUNK);
+	n = raw_msg(m, 0x57, 1, 1, RPCRDMA_ERROR, 0);   /* an RDMA_ERROR to a server */
+	put32(m + 16, RPCRDMA_WIRE_ERR_CHUNK);
+	raw_send(&x.raw, m, 20);
+	raw_pump(&x);
 	raw_post_recvs(&x.raw, 1);
 	n = raw_msg(m, 0x56, 1, 4, RPCRDMA_MSG, 1);
 	raw_send(&x.raw, m, n);
@@ -743,6 +760,8 @@ static void test_server_err_chunk(void)
 	CHECK_EQ_U(x.g.requests, 1);
 	raw_down(&x);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 2);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNEXPECTED], 1);
+	CHECK_EQ_U(x.st.rcvd[RPCRDMA_ERROR], 1);
 }
 
 /* Server: a client beyond its grant (1 at start) is disconnected (RFC 5666 §3.3); a DONE
@@ -754,7 +773,13 @@ static void test_server_credit_overrun(void)
 	uint32_t n;
 	int disc = 0;
 
+	struct rig other;
+	struct echo_slot *s;
+
 	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	/* another connection of the same provider, busy before and after */
+	rig_up_on(&other, NULL, NULL, x.g.p);
+	s = start(&other, 5000, 1, 1, 100, 0);
 	x.g.hold = 1;
 	n = raw_msg(m, 0x99, 1, 1, RPCRDMA_DONE, 0);
 	raw_send(&x.raw, m, n);
@@ -769,7 +794,18 @@ static void test_server_credit_overrun(void)
 	raw_pump(&x);
 	CHECK_EQ_U(x.g.requests, 1);
 	CHECK_EQ_U(x.g.sv.fatal, 1);
+	/* the owner closes the endpoint on fatal: the peer sees the disconnect */
+	rpcrdma_ep_close(x.g.sv.ep);
+	x.g.sv.ep = NULL;
 	raw_poll(&x.raw, NULL, &disc);
+	CHECK_EQ_U(disc, 1);
+	pump(&other);
+	CHECK(s->done && s->status == 0 && s->verified);
+	s = start(&other, 70000, 0, 0, 70100, 0);
+	pump(&other);
+	CHECK(s->done && s->status == 0 && s->verified);
+	CHECK_EQ_U(other.cl.fatal + other.sv.fatal, 0);
+	rig_down(&other);
 	raw_down(&x);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_CREDIT_OVERRUN], 1);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNKNOWN_XID], 1);
