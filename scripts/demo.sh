@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job of the README: install, build, and show the codec at work on the bundled
-# sample messages (later: the live demo over the default software fabric).
+# The main job of the README: install, build, show the codec at work on the bundled sample
+# messages, the providers, and the transport engine between two processes over tcp
+# (later: the live RPC demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -23,3 +24,7 @@ build/rpcrdma info
 echo
 echo "== raw provider layer over loopback (bench_prov, 0.3 s per figure)"
 build/bench_prov --seconds 0.3
+echo
+echo "== the transport engine: two processes over libfabric tcp, 72 echo calls (0 B .. 16 MiB,"
+echo "   inline / read chunk / write chunk / reply chunk / long call), 32 in flight"
+bash tests/test_engine_e2e.sh build/engine_peer tcp 1024

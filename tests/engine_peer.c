@@ -137,8 +137,10 @@ static void print_stats(const char *who, struct rpcrdma_eng *e)
 	       st.sent[4], st.read_chunks, st.write_chunks, st.reply_chunks, st.rdma_reads,
 	       st.rdma_read_bytes, st.rdma_writes, st.rdma_write_bytes, st.credits_max,
 	       st.inline_send, st.inline_recv);
+	if (st.errors[RPCRDMA_EC_DISCONNECT])
+		printf("%s: connection closed (by the peer or at the end)\n", who);
 	for (i = 0; i < RPCRDMA_EC_COUNT; i++)
-		if (st.errors[i])
+		if (st.errors[i] && i != RPCRDMA_EC_DISCONNECT)
 			printf("%s: error %s: %" PRIu64 "\n", who, rpcrdma_eng_errclass_name(i),
 			       st.errors[i]);
 }

@@ -450,6 +450,35 @@ static void test_reply_fits_nowhere(void)
 	rig_down(&g);
 }
 
+static void small_max(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	(void)c;
+	s->max_message = 8192;
+}
+
+/* A call longer than the server's max_message is answered ERR_CHUNK, not read. */
+static void test_call_too_long(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct echo_slot *s;
+
+	rig_up(&g, small_max);
+	s = start(&g, 20000, 1, 1, 128, 0);
+	pump(&g);
+	CHECK(s->done);
+	CHECK_EQ_U((uint32_t)s->status, (uint32_t)-RPCRDMA_ERR_PROTO);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_TOO_LONG], 1);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 1);
+	CHECK_EQ_U(ss.rdma_reads, 0);
+	CHECK_EQ_U(g.requests, 0);
+	s = start(&g, 2000, 1, 1, 128, 0);
+	pump(&g);
+	CHECK(s->done && s->status == 0 && s->verified);
+	rig_down(&g);
+}
+
 static void msgp_cfg(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
 {
 	c->msgp_align = s->msgp_align = 64;
@@ -1334,6 +1363,7 @@ int main(void)
 	RUN(test_long_call_with_item);
 	RUN(test_long_reply);
 	RUN(test_reply_fits_nowhere);
+	RUN(test_call_too_long);
 	RUN(test_msgp);
 	RUN(test_read_chunks_in_reply_with_done);
 	RUN(test_server_err_vers);
