@@ -605,10 +605,6 @@ static int process_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 		return error_status(e, c, m);
 	case RPCRDMA_MSG:
 	case RPCRDMA_MSGP:
-		if (rpcrdma__get32(m->body + 4) != RPCRDMA_RPC_REPLY) {
-			rpcrdma__eng_count(e, RPCRDMA_EC_UNEXPECTED);
-			return -RPCRDMA_ERR_PROTO;
-		}
 		rc = take_write_list(e, c, m);
 		if (rc) {
 			rpcrdma__eng_count(e, RPCRDMA_EC_CHUNK_MISMATCH);
@@ -655,13 +651,16 @@ bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_
 		rpcrdma__eng_count(e, RPCRDMA_EC_UNKNOWN_XID);
 		return false;
 	}
-	rc = rpcrdma_decode(buf, len, RPCRDMA_DIR_REPLY, &e->cfg.limits, &c->msg, &ds);
+	/* the direction comes from the RPC message: a call here is a backward-direction call */
+	rc = rpcrdma_decode(buf, len, RPCRDMA_DIR_ANY, &e->cfg.limits, &c->msg, &ds);
 	if (rc) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_DECODE);
 		complete(e, c, -RPCRDMA_ERR_PROTO);
 		return true;
 	}
-	if (c->msg.proc == RPCRDMA_DONE) {
+	/* a DONE, or an RPC call (RFC 8167 backchannel, not served here) whose XID happens to
+	 * match, says nothing about our call */
+	if (c->msg.proc == RPCRDMA_DONE || c->msg.dir == RPCRDMA_DIR_CALL) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_UNEXPECTED);
 		return false;
 	}

@@ -442,14 +442,16 @@ static void on_done(struct rpcrdma_eng *e, uint32_t xid)
 {
 	struct rpcrdma_eng_req *r;
 
+	/* the DONE may come before our Send's completion has been seen */
 	for (r = e->reqs; r; r = r->next)
-		if (r->awaits_done && r->xid == xid && r->state == REQ_WAIT_DONE)
+		if (r->awaits_done && r->xid == xid &&
+		    (r->state == REQ_WAIT_DONE || (r->state == REQ_SENDING && r->send_posted)))
 			break;
 	if (!r) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_UNKNOWN_XID);
 		return;
 	}
-	if (r->send_posted) {
+	if (r->send_posted || r->ops_pending) {
 		r->done_rcvd = true;   /* released when the Send completes */
 		return;
 	}
@@ -513,6 +515,21 @@ static void reads_done(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 	hand_up(e, r);
 }
 
+/* The reply's Send completed and no Write of it is outstanding: done, unless read chunks
+ * wait for RDMA_DONE. */
+static void after_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
+{
+	if (r->form == RPCRDMA_ERROR) {
+		finish(e, r, -RPCRDMA_ERR_NOSPC);
+		return;
+	}
+	if (r->awaits_done && !r->done_rcvd) {
+		r->state = REQ_WAIT_DONE;
+		return;
+	}
+	finish(e, r, 0);
+}
+
 void rpcrdma__eng_server_rdma_done(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 				   int status, uint64_t now)
 {
@@ -533,14 +550,16 @@ void rpcrdma__eng_server_rdma_done(struct rpcrdma_eng *e, struct rpcrdma_eng_req
 		reads_done(e, r);
 		return;
 	}
-	if (r->state == REQ_SENDING && !r->send_posted) {
-		/* Writes placed: the Send may go (unordered provider) */
-		if (r->ops_failed) {
-			finish(e, r, -RPCRDMA_ERR_IO);
-			return;
-		}
-		start_transmit(e, r);
+	if (r->state != REQ_SENDING)
+		return;
+	if (r->ops_failed) {
+		finish(e, r, -RPCRDMA_ERR_IO);
+		return;
 	}
+	if (r->reply_sent)
+		after_send(e, r);             /* the Send completed before the Writes */
+	else if (!r->send_posted)
+		start_transmit(e, r);         /* Writes placed: the Send may go */
 }
 
 void rpcrdma__eng_server_sent(struct rpcrdma_eng *e, struct eng_buf *b, int status)
@@ -559,15 +578,10 @@ void rpcrdma__eng_server_sent(struct rpcrdma_eng *e, struct eng_buf *b, int stat
 		finish(e, r, status);
 		return;
 	}
-	if (r->form == RPCRDMA_ERROR) {
-		finish(e, r, -RPCRDMA_ERR_NOSPC);
-		return;
-	}
-	if (r->awaits_done && !r->done_rcvd) {
-		r->state = REQ_WAIT_DONE;
-		return;
-	}
-	finish(e, r, 0);
+	r->reply_sent = true;
+	/* its Writes' memory stays registered until their completions are seen too */
+	if (!r->ops_pending)
+		after_send(e, r);
 }
 
 /* ---- the reply (RFC 5666 §3.6, §4.3, §5; RFC 8166 §4.5) ---- */

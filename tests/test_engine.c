@@ -153,13 +153,14 @@ static void rig_up(struct rig *g, cfg_fn tweak)
 	rig_up_with(g, tweak, NULL);
 }
 
-/* Deliver completions both ways until nothing moves. */
+/* Deliver completions both ways until nothing moves (for longer than the mock's
+ * delayed completions wait). */
 static void pump(struct rig *g)
 {
 	struct rpcrdma_cqe c[16];
 	int i, n, quiet = 0;
 
-	while (quiet < 4) {
+	while (quiet < 12) {
 		int moved = 0;
 
 		if (g->cl.ep) {
@@ -1008,11 +1009,33 @@ static void test_client_credits_and_errors(void)
 	raw_pump(&x);
 	CHECK(x.g.slots[4].done);
 	CHECK_EQ_U((uint32_t)x.g.slots[4].status, (uint32_t)-RPCRDMA_ERR_PROTO);
+	/* an RDMA_DONE and an RPC call (backchannel) sent to a client: counted, dropped */
+	xid = client_call_raw(&x, 8, out);
+	n = raw_msg(m, xid, 1, 2, RPCRDMA_DONE, 0);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);         /* the client reposts the receive the DONE took */
+	n = raw_msg(m, xid, 1, 2, RPCRDMA_MSG, 1);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(!x.g.slots[5].done);
+	/* ... and the call still gets its reply: a reply chunk it never offered */
+	n = raw_msg(m, xid, 1, 2, RPCRDMA_NOMSG, 0);
+	put32(m + 24, 1);                 /* reply chunk: one segment */
+	put32(m + 28, 1);
+	put32(m + 32, 0x77);
+	put32(m + 36, 100);
+	put32(m + 40, 0);
+	put32(m + 44, 0);
+	raw_send(&x.raw, m, 48);
+	raw_pump(&x);
+	CHECK(x.g.slots[5].done);
+	CHECK_EQ_U((uint32_t)x.g.slots[5].status, (uint32_t)-RPCRDMA_ERR_PROTO);
 	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNEXPECTED], 2);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_CHUNK_MISMATCH], 2);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_VERS_RCVD], 1);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_RCVD], 1);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_DECODE], 1);
-	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_CHUNK_MISMATCH], 1);
 }
 
 static void short_wait_cfg(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
@@ -1185,10 +1208,11 @@ static void test_call_abandon(void)
 {
 	struct rig g;
 	struct rpcrdma_eng_stats cs;
+	struct echo_slot *s;
 
 	rig_up(&g, NULL);
 	g.hold = 1;
-	start(&g, 100, 1, 1, 5000, 0);
+	start(&g, 100, 0, 0, 256, 0);
 	start(&g, 100, 1, 1, 5000, 0);
 	pump(&g);
 	rpcrdma_eng_call_free(g.slots[1].c);     /* waiting for a credit */
@@ -1196,7 +1220,7 @@ static void test_call_abandon(void)
 	rpcrdma_eng_stats(g.cl.eng, &cs);
 	CHECK_EQ_U(cs.mrs_live, 2);
 	CHECK_EQ_U(cs.credits_in_use, 1);
-	/* the late reply frees it and gives the credit back */
+	/* the late (inline) reply frees it and gives the credit back */
 	g.hold = 0;
 	answer(&g, g.held[0]);
 	g.nheld = 0;
@@ -1204,6 +1228,57 @@ static void test_call_abandon(void)
 	rpcrdma_eng_stats(g.cl.eng, &cs);
 	CHECK_EQ_U(cs.credits_in_use, 0);
 	CHECK_EQ_U(g.completed, 0);
+	CHECK_EQ_U(g.cl.fatal + g.sv.fatal, 0);
+	s = start(&g, 100, 0, 0, 256, 0);
+	pump(&g);
+	CHECK(s->done && s->status == 0 && s->verified);
+	rig_down(&g);
+
+	/* abandoned with a write chunk: the server's RDMA Write meets withdrawn memory,
+	 * which a real provider (and the mock) answers by breaking the connection */
+	rig_up(&g, NULL);
+	g.hold = 1;
+	start(&g, 100, 1, 1, 5000, 0);
+	pump(&g);
+	rpcrdma_eng_call_free(g.slots[0].c);
+	g.hold = 0;
+	answer(&g, g.held[0]);
+	g.nheld = 0;
+	pump(&g);
+	CHECK_EQ_U(g.cl.fatal, 1);
+	CHECK_EQ_U(g.completed, 0);
+	rig_down(&g);
+}
+
+static void test_call_arg_checks(void)
+{
+	struct rig g;
+	struct rpcrdma_call_args a;
+	struct rpcrdma_ddp_item it[2];
+	struct rpcrdma_eng_call *c;
+	uint8_t xdr[64] = { 0 };
+
+	rig_up(&g, NULL);
+	memset(&a, 0, sizeof(a));
+	a.xdr = xdr;
+	a.xdr_len = 4;
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_call(g.cl.eng, &a, NULL, 0, &c), (uint32_t)-RPCRDMA_ERR_INVAL);
+	a.xdr_len = 48;
+	it[0].offset = 46;      /* not 4-aligned */
+	it[0].len = 4;
+	it[0].data = xdr;
+	a.items = it;
+	a.nitems = 1;
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_call(g.cl.eng, &a, NULL, 0, &c), (uint32_t)-RPCRDMA_ERR_INVAL);
+	it[0].offset = 44;
+	it[1] = it[0];
+	it[1].offset = 40;      /* out of order */
+	a.nitems = 2;
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_call(g.cl.eng, &a, NULL, 0, &c), (uint32_t)-RPCRDMA_ERR_INVAL);
+	a.nitems = 0;
+	a.max_reply = 1u << 30; /* beyond max_message */
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_call(g.cl.eng, &a, NULL, 0, &c), (uint32_t)-RPCRDMA_ERR_RANGE);
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_call(g.sv.eng, &a, NULL, 0, &c), (uint32_t)-RPCRDMA_ERR_INVAL);
 	rig_down(&g);
 }
 
@@ -1278,7 +1353,7 @@ static void test_fault_rrc(void)
 {
 	int k;
 
-	for (k = 0; k < 3; k++)
+	for (k = 0; k < 4; k++)
 		fault_sweep(k, rrc_all);
 }
 
@@ -1313,6 +1388,59 @@ static void test_tight_send_queue_unordered(void)
 	CHECK(cs.sent[RPCRDMA_DONE] > 0);
 	CHECK_EQ_U(g.bad_calls, 0);
 	rig_down(&g);
+}
+
+static void server_sq2(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	(void)c;
+	s->sq_depth = 2;
+}
+
+/* A server whose send queue fills: replies and reads wait their turn in order. */
+static void test_server_send_queue_full(void)
+{
+	struct rig g;
+	int i, ok = 0;
+
+	rig_up(&g, server_sq2);
+	for (i = 0; i < 12; i++)
+		start(&g, 3000u + (uint32_t)i, i & 1, 1, 256, 0);
+	pump(&g);
+	for (i = 0; i < 12; i++)
+		ok += g.slots[i].done && g.slots[i].status == 0 && g.slots[i].verified;
+	CHECK_EQ_U(ok, 12);
+	CHECK_EQ_U(g.bad_calls, 0);
+	rig_down(&g);
+}
+
+/* RDMA_DONE may arrive before the server has seen its reply's Send complete: it must
+ * still release the reply (never be taken for an unknown XID). The delay moves one
+ * completion at a time past the others. */
+static void test_done_before_send_completion(void)
+{
+	uint32_t n;
+
+	for (n = 1; n <= 12; n++) {
+		struct rpcrdma_mock_faults f;
+		struct rpcrdma_eng_stats cs, ss;
+		struct echo_slot *s;
+		struct rig g;
+
+		memset(&f, 0, sizeof(f));
+		f.delay_completion = n;
+		f.delay_polls = 6;
+		rig_up_with(&g, rrc_cfg, &f);
+		s = start(&g, 20000, 1, 0, 256, 0);
+		pump(&g);
+		CHECK(s->done && s->status == 0 && s->verified);
+		stats(&g, &cs, &ss);
+		CHECK_EQ_U(ss.rcvd[RPCRDMA_DONE], 1);
+		CHECK_EQ_U(ss.errors[RPCRDMA_EC_UNKNOWN_XID], 0);
+		CHECK_EQ_U(g.replies_done, 1);
+		CHECK_EQ_U(g.reply_status[0], 0);
+		CHECK_EQ_U(ss.mrs_live, 2);
+		rig_down(&g);
+	}
 }
 
 static void test_config_checks(void)
@@ -1376,8 +1504,11 @@ int main(void)
 	RUN(test_credit_pool);
 	RUN(test_disconnect_fails_everything);
 	RUN(test_call_abandon);
+	RUN(test_call_arg_checks);
 	RUN(test_no_pdata_1024);
 	RUN(test_tight_send_queue_unordered);
+	RUN(test_server_send_queue_full);
+	RUN(test_done_before_send_completion);
 	RUN(test_fault_fail_completion);
 	RUN(test_fault_disconnect_at_post);
 	RUN(test_fault_corrupt);
