@@ -303,7 +303,51 @@ void rpcrdma__eng_count(struct rpcrdma_eng *e, uint32_t ec)
 		e->st.errors[ec]++;
 }
 
+/* ---- lists ---- */
+
+void rpcrdma__list_push(struct eng_list *l, struct eng_link *n)
+{
+	n->next = NULL;
+	n->prev = l->tail;
+	if (l->tail)
+		l->tail->next = n;
+	else
+		l->head = n;
+	l->tail = n;
+}
+
+void rpcrdma__list_unlink(struct eng_list *l, struct eng_link *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else if (l->head == n)
+		l->head = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	else if (l->tail == n)
+		l->tail = n->prev;
+	n->next = n->prev = NULL;
+}
+
 /* ---- tasks waiting for resources ---- */
+
+/* What an attempt of a task returned: -RPCRDMA_ERR_AGAIN leaves it waiting; any other
+ * error breaks the connection. */
+int rpcrdma__eng_settle(struct rpcrdma_eng *e, int rc)
+{
+	if (rc == -RPCRDMA_ERR_AGAIN)
+		return rc;
+	if (rc)
+		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+	return 0;
+}
+
+/* The first attempt of t returned rc: queue t if it must wait. */
+void rpcrdma__eng_try(struct rpcrdma_eng *e, struct eng_task *t, int rc)
+{
+	if (rpcrdma__eng_settle(e, rc) == -RPCRDMA_ERR_AGAIN)
+		rpcrdma__eng_stall(e, t);
+}
 
 void rpcrdma__eng_stall(struct rpcrdma_eng *e, struct eng_task *t)
 {

@@ -5,6 +5,14 @@
 
 #include "engine_int.h"
 
+static void add_piece(struct eng_asm *as, uint64_t src, uint64_t dst, uint64_t len)
+{
+	as->pieces[as->npieces].src = src;
+	as->pieces[as->npieces].dst = dst;
+	as->pieces[as->npieces].len = len;
+	as->npieces++;
+}
+
 /* Lay out the whole XDR stream from its inline part and the read chunks (RFC 5666 §3.4,
  * position = offset in the stream with every chunk in place). A chunk whose length is
  * not a multiple of 4 is followed by zero XDR roundup, which requesters leave out of
@@ -36,10 +44,7 @@ int rpcrdma__asm_plan(struct eng_asm *as, const struct rpcrdma_msg *m, uint64_t 
 		if ((uint64_t)pos < removed || off < src || off > inline_len)
 			return -RPCRDMA_ERR_PROTO;
 		if (off > src) {
-			as->pieces[as->npieces].src = src;
-			as->pieces[as->npieces].dst = dst;
-			as->pieces[as->npieces].len = off - src;
-			as->npieces++;
+			add_piece(as, src, dst, off - src);
 			dst += off - src;
 		}
 		as->chunks[as->nchunks].first = i;
@@ -53,10 +58,7 @@ int rpcrdma__asm_plan(struct eng_asm *as, const struct rpcrdma_msg *m, uint64_t 
 		i = next;
 	}
 	if (inline_len > src) {
-		as->pieces[as->npieces].src = src;
-		as->pieces[as->npieces].dst = dst;
-		as->pieces[as->npieces].len = inline_len - src;
-		as->npieces++;
+		add_piece(as, src, dst, inline_len - src);
 		dst += inline_len - src;
 	}
 	as->total = dst;

@@ -10,48 +10,9 @@
 
 /* ---- call objects ---- */
 
-static void list_unlink(struct rpcrdma_eng_call **head, struct rpcrdma_eng_call *c)
+static struct rpcrdma_eng_call *call_of(struct eng_link *k)
 {
-	if (c->prev)
-		c->prev->next = c->next;
-	else if (*head == c)
-		*head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	c->next = c->prev = NULL;
-}
-
-static void list_push(struct rpcrdma_eng_call **head, struct rpcrdma_eng_call *c)
-{
-	c->prev = NULL;
-	c->next = *head;
-	if (*head)
-		(*head)->prev = c;
-	*head = c;
-}
-
-static void waitq_unlink(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
-{
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		e->waitq_head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		e->waitq_tail = c->prev;
-	c->next = c->prev = NULL;
-}
-
-static void waitq_push(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
-{
-	c->next = NULL;
-	c->prev = e->waitq_tail;
-	if (e->waitq_tail)
-		e->waitq_tail->next = c;
-	else
-		e->waitq_head = c;
-	e->waitq_tail = c;
+	return k ? ENG_OF(k, struct rpcrdma_eng_call, link) : NULL;
 }
 
 /* Every registration of a call goes before it completes to the caller (RFC 5666 §11). */
@@ -90,8 +51,8 @@ static void complete(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c, int stat
 	release_mrs(e, c);
 	rpcrdma__eng_unstall(e, &c->task);
 	if (c->state == CALL_WAITING) {
-		waitq_unlink(e, c);
-		list_push(&e->inflight, c);
+		rpcrdma__list_unlink(&e->waitq, &c->link);
+		rpcrdma__list_push(&e->inflight, &c->link);
 	}
 	if (!c->done_owed)
 		release_credit(e, c);
@@ -99,7 +60,7 @@ static void complete(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c, int stat
 	c->status = status;
 	if (c->user_freed) {
 		if (!c->reads_pending) {
-			list_unlink(&e->inflight, c);
+			rpcrdma__list_unlink(&e->inflight, &c->link);
 			free_call(c);
 		}
 		return;
@@ -329,7 +290,7 @@ int rpcrdma_eng_call(struct rpcrdma_eng *e, const struct rpcrdma_call_args *a, v
 		goto out_release;
 	c->state = CALL_WAITING;
 	c->deadline = now + e->cfg.credit_timeout_ms;
-	waitq_push(e, c);
+	rpcrdma__list_push(&e->waitq, &c->link);
 	e->st.calls++;
 	*out = c;
 	rpcrdma__eng_client_pump(e, now);
@@ -379,7 +340,7 @@ void rpcrdma__eng_client_pump(struct rpcrdma_eng *e, uint64_t now)
 	int rc;
 
 	(void)now;
-	while (!e->dead && (c = e->waitq_head) != NULL) {
+	while (!e->dead && (c = call_of(e->waitq.head)) != NULL) {
 		if (e->in_use >= e->granted) {
 			if (!c->credit_counted) {
 				c->credit_counted = true;
@@ -394,8 +355,8 @@ void rpcrdma__eng_client_pump(struct rpcrdma_eng *e, uint64_t now)
 			rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
 			return;
 		}
-		waitq_unlink(e, c);
-		list_push(&e->inflight, c);
+		rpcrdma__list_unlink(&e->waitq, &c->link);
+		rpcrdma__list_push(&e->inflight, &c->link);
 		c->state = CALL_SENT;
 		c->holds_credit = true;
 		e->in_use++;
@@ -408,11 +369,11 @@ void rpcrdma__eng_client_pump(struct rpcrdma_eng *e, uint64_t now)
 
 static struct rpcrdma_eng_call *find_sent(struct rpcrdma_eng *e, uint32_t xid)
 {
-	struct rpcrdma_eng_call *c;
+	struct eng_link *k;
 
-	for (c = e->inflight; c; c = c->next)
-		if (c->state == CALL_SENT && c->xid == xid)
-			return c;
+	for (k = e->inflight.head; k; k = k->next)
+		if (call_of(k)->state == CALL_SENT && call_of(k)->xid == xid)
+			return call_of(k);
 	return NULL;
 }
 
@@ -496,15 +457,8 @@ out_undo:
 
 static int resume_reads(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
 {
-	struct rpcrdma_eng_call *c = (struct rpcrdma_eng_call *)((char *)t -
-		offsetof(struct rpcrdma_eng_call, task));
-	int rc;
-
 	(void)now;
-	rc = post_reply_reads(e, c);
-	if (rc && rc != -RPCRDMA_ERR_AGAIN)
-		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
-	return rc == -RPCRDMA_ERR_AGAIN ? rc : 0;
+	return rpcrdma__eng_settle(e, post_reply_reads(e, ENG_OF(t, struct rpcrdma_eng_call, task)));
 }
 
 /* RFC 5666 §3.5, §3.8: a reply with read chunks is pulled with RDMA Read; RDMA_DONE then
@@ -532,12 +486,8 @@ static int start_reply_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	e->st.long_replies += c->as.pos_zero;
 	e->st.read_chunks += c->as.nchunks + c->as.pos_zero;
 	c->task.resume = resume_reads;
-	rc = post_reply_reads(e, c);
-	if (rc == -RPCRDMA_ERR_AGAIN) {
-		rpcrdma__eng_stall(e, &c->task);
-		rc = 0;
-	}
-	return rc;
+	rpcrdma__eng_try(e, &c->task, post_reply_reads(e, c));
+	return 0;
 }
 
 static int reads_or_status(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
@@ -711,20 +661,13 @@ static int send_done(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 
 static int resume_done(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
 {
-	struct rpcrdma_eng_call *c = (struct rpcrdma_eng_call *)((char *)t -
-		offsetof(struct rpcrdma_eng_call, task));
-	int rc;
+	struct rpcrdma_eng_call *c = ENG_OF(t, struct rpcrdma_eng_call, task);
+	int rc = send_done(e, c);
 
 	(void)now;
-	rc = send_done(e, c);
-	if (rc == -RPCRDMA_ERR_AGAIN)
-		return rc;
-	if (rc) {
-		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
-		return 0;
-	}
-	complete(e, c, c->status);
-	return 0;
+	if (!rc)
+		complete(e, c, c->status);
+	return rpcrdma__eng_settle(e, rc);
 }
 
 void rpcrdma__eng_client_read_done(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
@@ -740,7 +683,7 @@ void rpcrdma__eng_client_read_done(struct rpcrdma_eng *e, struct rpcrdma_eng_cal
 	if (c->state != CALL_READING) {
 		/* completed meanwhile (disconnect); free it if abandoned */
 		if (c->user_freed) {
-			list_unlink(&e->inflight, c);
+			rpcrdma__list_unlink(&e->inflight, &c->link);
 			free_call(c);
 		}
 		return;
@@ -766,27 +709,26 @@ void rpcrdma__eng_client_done_sent(struct rpcrdma_eng *e)
 
 uint64_t rpcrdma__eng_client_tick(struct rpcrdma_eng *e, uint64_t now)
 {
-	struct rpcrdma_eng_call *c, *next;
+	struct rpcrdma_eng_call *c;
 
-	for (c = e->waitq_head; c; c = next) {
-		next = c->next;
-		if (c->deadline <= now) {
-			rpcrdma__eng_count(e, RPCRDMA_EC_CREDIT_TIMEOUT);
-			complete(e, c, -RPCRDMA_ERR_TIMEDOUT);
-		}
-	}
 	/* the queue is in deadline order */
-	return e->waitq_head ? e->waitq_head->deadline : UINT64_MAX;
+	while ((c = call_of(e->waitq.head)) != NULL && c->deadline <= now) {
+		rpcrdma__eng_count(e, RPCRDMA_EC_CREDIT_TIMEOUT);
+		complete(e, c, -RPCRDMA_ERR_TIMEDOUT);
+	}
+	return c ? c->deadline : UINT64_MAX;
 }
 
 void rpcrdma__eng_client_fail_all(struct rpcrdma_eng *e, int reason)
 {
-	struct rpcrdma_eng_call *c, *next;
+	struct rpcrdma_eng_call *c;
+	struct eng_link *k, *next;
 
-	while ((c = e->waitq_head) != NULL)
+	while ((c = call_of(e->waitq.head)) != NULL)
 		complete(e, c, reason);
-	for (c = e->inflight; c; c = next) {
-		next = c->next;
+	for (k = e->inflight.head; k; k = next) {
+		next = k->next;
+		c = call_of(k);
 		if (c->state == CALL_SENT || c->state == CALL_READING) {
 			c->done_owed = false;
 			complete(e, c, reason);
@@ -796,18 +738,16 @@ void rpcrdma__eng_client_fail_all(struct rpcrdma_eng *e, int reason)
 
 void rpcrdma__eng_client_destroy(struct rpcrdma_eng *e)
 {
+	struct eng_list *lists[2] = { &e->waitq, &e->inflight };
 	struct rpcrdma_eng_call *c;
+	int i;
 
-	while ((c = e->waitq_head) != NULL) {
-		waitq_unlink(e, c);
-		release_mrs(e, c);
-		free_call(c);
-	}
-	while ((c = e->inflight) != NULL) {
-		list_unlink(&e->inflight, c);
-		release_mrs(e, c);
-		free_call(c);
-	}
+	for (i = 0; i < 2; i++)
+		while ((c = call_of(lists[i]->head)) != NULL) {
+			rpcrdma__list_unlink(lists[i], &c->link);
+			release_mrs(e, c);
+			free_call(c);
+		}
 }
 
 /* ---- accessors ---- */
@@ -855,7 +795,7 @@ void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c)
 	e = c->e;
 	switch (c->state) {
 	case CALL_WAITING:
-		waitq_unlink(e, c);
+		rpcrdma__list_unlink(&e->waitq, &c->link);
 		release_mrs(e, c);
 		free_call(c);
 		return;
@@ -869,7 +809,7 @@ void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c)
 			c->user_freed = true;
 			return;
 		}
-		list_unlink(&e->inflight, c);
+		rpcrdma__list_unlink(&e->inflight, &c->link);
 		free_call(c);
 	}
 }

@@ -3,9 +3,21 @@
 #define RPCRDMA_ENGINE_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rpcrdma/engine.h"
+
+/* Intrusive doubly-linked lists (calls waiting or in flight, live requests). */
+struct eng_link {
+	struct eng_link *prev, *next;
+};
+
+struct eng_list {
+	struct eng_link *head, *tail;
+};
+
+#define ENG_OF(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 /* What a posted operation's context points at. */
 enum eng_op_kind { OPK_RECV = 1, OPK_SEND, OPK_CALL_READ, OPK_REQ_RDMA };
@@ -58,7 +70,7 @@ enum call_state { CALL_WAITING = 1, CALL_SENT, CALL_READING, CALL_COMPLETE };
 
 struct rpcrdma_eng_call {
 	struct rpcrdma_eng *e;
-	struct rpcrdma_eng_call *next, *prev;    /* wait queue, then in-flight list */
+	struct eng_link link;          /* in the wait queue, then in the in-flight list */
 	struct eng_task task;
 	struct eng_op op;              /* RDMA Reads of a reply's read chunks */
 	const struct rpcrdma_call_args *a;
@@ -95,7 +107,7 @@ enum req_state { REQ_READING = 1, REQ_UPPER, REQ_SENDING, REQ_WAIT_DONE, REQ_FIN
 
 struct rpcrdma_eng_req {
 	struct rpcrdma_eng *e;
-	struct rpcrdma_eng_req *next, *prev;   /* all live requests */
+	struct eng_link link;          /* in the list of live requests */
 	struct eng_task task;
 	struct eng_op op;              /* RDMA Reads of the call, Writes of the reply */
 	void *user;
@@ -167,20 +179,24 @@ struct rpcrdma_eng {
 	uint32_t granted;
 	uint32_t in_use;               /* calls and DONEs counted against the grant */
 	uint32_t next_xid_unused;
-	struct rpcrdma_eng_call *waitq_head, *waitq_tail;
-	struct rpcrdma_eng_call *inflight;
+	struct eng_list waitq;         /* calls waiting for a credit, in order */
+	struct eng_list inflight;      /* calls sent, being read, or completed not freed */
 	/* server */
 	uint32_t outstanding;          /* calls received, reply not yet sent */
 	uint32_t grant_hi;             /* highest grant sent */
 	uint32_t pool_taken;           /* receive buffers counted in cfg.pool */
 	uint32_t done_pending;
-	struct rpcrdma_eng_req *reqs;
+	struct eng_list reqs;
 	/* work waiting for resources */
 	struct eng_task *stall_head, *stall_tail;
 	uint32_t in_callback;
 };
 
 /* engine.c */
+void rpcrdma__list_push(struct eng_list *l, struct eng_link *n);
+void rpcrdma__list_unlink(struct eng_list *l, struct eng_link *n);
+int rpcrdma__eng_settle(struct rpcrdma_eng *e, int rc);
+void rpcrdma__eng_try(struct rpcrdma_eng *e, struct eng_task *t, int rc);
 void rpcrdma__eng_fail(struct rpcrdma_eng *e, int reason, uint32_t ec);
 void rpcrdma__eng_count(struct rpcrdma_eng *e, uint32_t ec);
 struct eng_buf *rpcrdma__eng_sbuf_get(struct rpcrdma_eng *e);

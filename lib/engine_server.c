@@ -9,20 +9,9 @@
 #include "engine_int.h"
 #include "xdr_be.h"
 
-static struct rpcrdma_eng_req *req_of_task(struct eng_task *t)
+static struct rpcrdma_eng_req *req_of(struct eng_link *k)
 {
-	return (struct rpcrdma_eng_req *)((char *)t - offsetof(struct rpcrdma_eng_req, task));
-}
-
-static void req_unlink(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
-{
-	if (r->prev)
-		r->prev->next = r->next;
-	else if (e->reqs == r)
-		e->reqs = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	r->next = r->prev = NULL;
+	return k ? ENG_OF(k, struct rpcrdma_eng_req, link) : NULL;
 }
 
 static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
@@ -37,7 +26,7 @@ static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 
 static void req_free(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 {
-	req_unlink(e, r);
+	rpcrdma__list_unlink(&e->reqs, &r->link);
 	free(r->call);
 	free(r->flat);
 	free(r);
@@ -183,29 +172,15 @@ static int transmit(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 
 static int resume_transmit(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
 {
-	struct rpcrdma_eng_req *r = req_of_task(t);
-	int rc;
-
 	(void)now;
-	rc = transmit(e, r);
-	if (rc == -RPCRDMA_ERR_AGAIN)
-		return rc;
-	if (rc)
-		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
-	return 0;
+	return rpcrdma__eng_settle(e, transmit(e, ENG_OF(t, struct rpcrdma_eng_req, task)));
 }
 
 static void start_transmit(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 {
-	int rc;
-
 	r->state = REQ_SENDING;
 	r->task.resume = resume_transmit;
-	rc = transmit(e, r);
-	if (rc == -RPCRDMA_ERR_AGAIN)
-		rpcrdma__eng_stall(e, &r->task);
-	else if (rc)
-		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+	rpcrdma__eng_try(e, &r->task, transmit(e, r));
 }
 
 /* RDMA_ERROR answering r's call (RFC 5666 §4.3), with its XID. */
@@ -341,14 +316,8 @@ static int post_call_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 
 static int resume_reads(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
 {
-	int rc = post_call_reads(e, req_of_task(t));
-
 	(void)now;
-	if (rc == -RPCRDMA_ERR_AGAIN)
-		return rc;
-	if (rc)
-		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
-	return 0;
+	return rpcrdma__eng_settle(e, post_call_reads(e, ENG_OF(t, struct rpcrdma_eng_req, task)));
 }
 
 static void hand_up(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
@@ -392,11 +361,7 @@ static void start_call(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	}
 	r->state = REQ_READING;
 	r->task.resume = resume_reads;
-	rc = post_call_reads(e, r);
-	if (rc == -RPCRDMA_ERR_AGAIN)
-		rpcrdma__eng_stall(e, &r->task);
-	else if (rc)
-		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
+	rpcrdma__eng_try(e, &r->task, post_call_reads(e, r));
 }
 
 static void new_request(struct rpcrdma_eng *e, const struct rpcrdma_msg *m)
@@ -429,10 +394,7 @@ static void new_request(struct rpcrdma_eng *e, const struct rpcrdma_msg *m)
 	r->out.xid = r->xid;
 	r->out.vers = RPCRDMA_VERSION;
 	e->outstanding++;
-	r->next = e->reqs;
-	if (e->reqs)
-		e->reqs->prev = r;
-	e->reqs = r;
+	rpcrdma__list_push(&e->reqs, &r->link);
 	e->st.calls++;
 	keep_header(e, r, m);
 	start_call(e, r, m);
@@ -440,13 +402,17 @@ static void new_request(struct rpcrdma_eng *e, const struct rpcrdma_msg *m)
 
 static void on_done(struct rpcrdma_eng *e, uint32_t xid)
 {
-	struct rpcrdma_eng_req *r;
+	struct rpcrdma_eng_req *r = NULL;
+	struct eng_link *k;
 
 	/* the DONE may come before our Send's completion has been seen */
-	for (r = e->reqs; r; r = r->next)
+	for (k = e->reqs.head; k; k = k->next) {
+		r = req_of(k);
 		if (r->awaits_done && r->xid == xid &&
 		    (r->state == REQ_WAIT_DONE || (r->state == REQ_SENDING && r->send_posted)))
 			break;
+		r = NULL;
+	}
 	if (!r) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_UNKNOWN_XID);
 		return;
@@ -868,11 +834,13 @@ void rpcrdma_eng_req_drop(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 /* RFC 5666 §11: a client that withholds RDMA_DONE must not hold server memory forever. */
 uint64_t rpcrdma__eng_server_tick(struct rpcrdma_eng *e, uint64_t now)
 {
-	struct rpcrdma_eng_req *r, *next;
+	struct eng_link *k, *next;
 	uint64_t soonest = UINT64_MAX;
 
-	for (r = e->reqs; r; r = next) {
-		next = r->next;
+	for (k = e->reqs.head; k; k = next) {
+		struct rpcrdma_eng_req *r = req_of(k);
+
+		next = k->next;
 		if (r->state != REQ_WAIT_DONE)
 			continue;
 		if (r->done_deadline <= now) {
@@ -887,10 +855,12 @@ uint64_t rpcrdma__eng_server_tick(struct rpcrdma_eng *e, uint64_t now)
 
 void rpcrdma__eng_server_fail_all(struct rpcrdma_eng *e)
 {
-	struct rpcrdma_eng_req *r, *next;
+	struct eng_link *k, *next;
 
-	for (r = e->reqs; r; r = next) {
-		next = r->next;
+	for (k = e->reqs.head; k; k = next) {
+		struct rpcrdma_eng_req *r = req_of(k);
+
+		next = k->next;
 		if (r->state == REQ_UPPER) {
 			/* the upper layer still holds it: its reply or drop frees it */
 			r->dead = true;
@@ -904,9 +874,11 @@ void rpcrdma__eng_server_fail_all(struct rpcrdma_eng *e)
 
 void rpcrdma__eng_server_destroy(struct rpcrdma_eng *e)
 {
-	while (e->reqs) {
-		release_mrs(e, e->reqs);
-		req_free(e, e->reqs);
+	struct rpcrdma_eng_req *r;
+
+	while ((r = req_of(e->reqs.head)) != NULL) {
+		release_mrs(e, r);
+		req_free(e, r);
 	}
 }
 

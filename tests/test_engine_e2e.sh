@@ -14,19 +14,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$PEER" server "$PROV" 0 "$INL" "$MODE" >"$out/server" 2>&1 &
-spid=$!
-for _ in $(seq 100); do
-	grep -q '^listening' "$out/server" 2>/dev/null && break
-	kill -0 $spid 2>/dev/null || break
-	sleep 0.1
-done
-port=$(sed -n 's/^listening //p' "$out/server")
-if [ -z "$port" ]; then
-	cat "$out/server"
-	grep -q 'not usable' "$out/server" && { echo "SKIPPED: $PROV not usable"; exit 77; }
-	exit 1
-fi
+. "$(dirname "$0")/peer_lib.sh"
+start_server "$out/server" "$PEER" server "$PROV" 0 "$INL" "$MODE"
 timeout 300 "$PEER" client "$PROV" 127.0.0.1 "$port" "$INL" "$MODE"
 crc=$?
 wait $spid

@@ -46,19 +46,8 @@ if [ "$MODE" = netns ]; then
 	host=10.231.0.1
 fi
 
-"${srv[@]}" "$PEER" server "$PROV" 0 >"$out/server" 2>&1 &
-spid=$!
-for _ in $(seq 100); do
-	grep -q '^listening' "$out/server" 2>/dev/null && break
-	kill -0 $spid 2>/dev/null || break
-	sleep 0.1
-done
-port=$(sed -n 's/^listening //p' "$out/server")
-if [ -z "$port" ]; then
-	cat "$out/server"
-	grep -q 'no usable\|not usable' "$out/server" && { echo "SKIPPED: $PROV not usable"; exit 77; }
-	exit 1
-fi
+. "$(dirname "$0")/peer_lib.sh"
+start_server "$out/server" "${srv[@]}" "$PEER" server "$PROV" 0
 timeout 120 "${cli[@]}" "$PEER" client "$PROV" "$host" "$port"
 crc=$?
 wait $spid
