@@ -18,3 +18,15 @@ start_server() {
 		exit 1
 	fi
 }
+
+# Wait for the server, show its log, and succeed only if both sides did.
+# Usage: finish_peers LOGFILE CLIENT_EXIT
+finish_peers() {
+	local src
+	wait "$spid"
+	src=$?
+	spid=
+	cat "$1"
+	echo "client exit $2, server exit $src"
+	[ "$2" -eq 0 ] && [ "$src" -eq 0 ]
+}

@@ -17,10 +17,4 @@ trap cleanup EXIT
 . "$(dirname "$0")/peer_lib.sh"
 start_server "$out/server" "$PEER" server "$PROV" 0 "$INL" "$MODE"
 timeout 300 "$PEER" client "$PROV" 127.0.0.1 "$port" "$INL" "$MODE"
-crc=$?
-wait $spid
-src=$?
-spid=
-cat "$out/server"
-echo "client exit $crc, server exit $src"
-[ $crc -eq 0 ] && [ $src -eq 0 ]
+finish_peers "$out/server" $?

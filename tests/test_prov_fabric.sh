@@ -49,10 +49,4 @@ fi
 . "$(dirname "$0")/peer_lib.sh"
 start_server "$out/server" "${srv[@]}" "$PEER" server "$PROV" 0
 timeout 120 "${cli[@]}" "$PEER" client "$PROV" "$host" "$port"
-crc=$?
-wait $spid
-src=$?
-spid=
-cat "$out/server"
-echo "client exit $crc, server exit $src"
-[ $crc -eq 0 ] && [ $src -eq 0 ]
+finish_peers "$out/server" $?
