@@ -138,6 +138,15 @@ void rpcrdma_eng_set_peer_pdata(struct rpcrdma_eng *e, const void *pd, size_t le
 	e->st.inline_send = e->inline_send;
 }
 
+uint32_t rpcrdma_eng_set_inline_send(struct rpcrdma_eng *e, uint32_t size)
+{
+	if (size < RPCRDMA_DEF_INLINE)
+		size = RPCRDMA_DEF_INLINE;
+	e->inline_send = size < e->cfg.inline_send ? size : e->cfg.inline_send;
+	e->st.inline_send = e->inline_send;
+	return e->inline_send;
+}
+
 /* ---- resources ---- */
 
 int rpcrdma__eng_reg(struct rpcrdma_eng *e, void *addr, size_t len, unsigned acc,

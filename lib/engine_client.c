@@ -534,6 +534,7 @@ static int take_reply_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 static int error_status(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 			const struct rpcrdma_msg *m)
 {
+	c->wire_err = m->err;
 	if (m->err == RPCRDMA_WIRE_ERR_VERS) {
 		c->vers_low = m->vers_low;
 		c->vers_high = m->vers_high;
@@ -767,6 +768,11 @@ const void *rpcrdma_eng_call_reply(const struct rpcrdma_eng_call *c, uint32_t *l
 	if (len)
 		*len = c->status ? 0 : c->reply_len;
 	return c->status ? NULL : c->reply;
+}
+
+uint32_t rpcrdma_eng_call_wire_err(const struct rpcrdma_eng_call *c)
+{
+	return c->wire_err;
 }
 
 void rpcrdma_eng_call_vers(const struct rpcrdma_eng_call *c, uint32_t *low, uint32_t *high)

@@ -97,6 +97,7 @@ struct rpcrdma_eng_call {
 	const uint8_t *reply;
 	uint32_t reply_len;
 	uint32_t vers_low, vers_high;
+	uint32_t wire_err;
 	uint32_t msgp_align, msgp_thresh, msgp_base;
 	struct rpcrdma_msg_storage *hdr;   /* decoded reply header while reading */
 	struct rpcrdma_msg msg;

@@ -280,6 +280,15 @@ int rpcrdma_ep_fd(const struct rpcrdma_ep *ep)
 	return ep ? ep->prov->ops->ep_fd(ep) : -1;
 }
 
+int rpcrdma_ep_peer_addr(struct rpcrdma_ep *ep, void *addr, size_t *len)
+{
+	if (!ep || !addr || !len)
+		return -RPCRDMA_ERR_INVAL;
+	if (!ep->prov->ops->peer_addr)
+		return -RPCRDMA_ERR_NOPROV;
+	return ep->prov->ops->peer_addr(ep, addr, len);
+}
+
 const char *rpcrdma_op_name(uint32_t op)
 {
 	switch (op) {

@@ -558,6 +558,16 @@ static int fab_ep_fd(const struct rpcrdma_ep *base)
 	return ((const struct fab_ep *)base)->epfd;
 }
 
+/* Connected endpoints know their peer's socket address; emulated ones (shm) do not. */
+static int fab_peer_addr(struct rpcrdma_ep *base, void *addr, size_t *len)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	if (!e->ep || e->av)
+		return -RPCRDMA_ERR_NOPROV;
+	return fi_getpeer(e->ep, addr, len) ? -RPCRDMA_ERR_NOPROV : 0;
+}
+
 /* ---- posting ---- */
 
 static struct fab_op *op_new(uint32_t opcode, uint32_t npieces, void *ctx)
@@ -1485,6 +1495,7 @@ static const struct rpcrdma_prov_ops fab_ops = {
 	.poll = fab_poll,
 	.wait = fab_wait,
 	.ep_fd = fab_ep_fd,
+	.peer_addr = fab_peer_addr,
 };
 
 static struct fi_info *make_hints(const char *prov, const char *domain, enum fi_ep_type type)

@@ -30,6 +30,8 @@ struct rpcrdma_prov_ops {
 	int (*poll)(struct rpcrdma_ep *ep, struct rpcrdma_cqe *out, int max);
 	int (*wait)(struct rpcrdma_ep *ep, int timeout_ms);
 	int (*ep_fd)(const struct rpcrdma_ep *ep);
+	/* optional: the peer's network address */
+	int (*peer_addr)(struct rpcrdma_ep *ep, void *addr, size_t *len);
 };
 
 /* Every implementation's objects start with these. */

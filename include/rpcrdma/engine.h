@@ -149,6 +149,9 @@ RPCRDMA_API void rpcrdma_eng_set_peer_pdata(struct rpcrdma_eng *e, const void *p
  * Call rpcrdma_eng_set_peer_pdata() first. */
 RPCRDMA_API int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
 				  uint64_t now_ms);
+/* Set the largest inline message we send (e.g. after CONF_RDMA, RFC 5666 §6.2): capped by
+ * the configured inline_send, at least 1024. Returns what is in effect. */
+RPCRDMA_API uint32_t rpcrdma_eng_set_inline_send(struct rpcrdma_eng *e, uint32_t size);
 /* Fail everything pending (the endpoint is being closed or is gone). Idempotent. */
 RPCRDMA_API void rpcrdma_eng_shutdown(struct rpcrdma_eng *e, int reason);
 RPCRDMA_API void rpcrdma_eng_destroy(struct rpcrdma_eng *e);
@@ -175,6 +178,8 @@ RPCRDMA_API void *rpcrdma_eng_call_user(const struct rpcrdma_eng_call *c);
 RPCRDMA_API int rpcrdma_eng_call_status(const struct rpcrdma_eng_call *c);
 /* The reply stream (its results placed in the caller's buffers are not in it). */
 RPCRDMA_API const void *rpcrdma_eng_call_reply(const struct rpcrdma_eng_call *c, uint32_t *len);
+/* The RDMA_ERROR code the reply carried (RPCRDMA_WIRE_ERR_VERS/_CHUNK), 0 if none. */
+RPCRDMA_API uint32_t rpcrdma_eng_call_wire_err(const struct rpcrdma_eng_call *c);
 /* The version range an ERR_VERS reported. */
 RPCRDMA_API void rpcrdma_eng_call_vers(const struct rpcrdma_eng_call *c, uint32_t *low,
 				       uint32_t *high);

@@ -182,6 +182,10 @@ RPCRDMA_API int rpcrdma_ep_wait(struct rpcrdma_ep *ep, int timeout_ms);
  * provider has none: then poll with back-off, as rpcrdma_ep_wait() does). */
 RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
 
+/* The peer's network address (a struct sockaddr) into addr (*len bytes, updated).
+ * -RPCRDMA_ERR_NOPROV where the provider has none (shm, mock). */
+RPCRDMA_API int rpcrdma_ep_peer_addr(struct rpcrdma_ep *ep, void *addr, size_t *len);
+
 const char *rpcrdma_op_name(uint32_t op);
 
 #ifdef __cplusplus

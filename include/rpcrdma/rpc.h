@@ -1,0 +1,130 @@
+/* librpcrdma — ONC RPC over RDMA for libtirpc programs (rpc/).
+ *
+ * clnt_rdma_create() gives a libtirpc CLIENT * and svc_rdma_create() a listening
+ * SVCXPRT *: rpcgen stubs, clnt_call(), svc_register(), svc_sendreply(), svcerr_*(),
+ * clnt_perror() and rpc_createerr work as they do over TCP. Underneath, each connection is
+ * one transport engine (engine.h) over a provider (prov.h). See docs/RPC.md. */
+#ifndef RPCRDMA_RPC_H
+#define RPCRDMA_RPC_H
+
+#include <rpc/rpc.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- client ---- */
+
+struct rpcrdma_clnt_opts {
+	const char *provider;      /* libfabric provider: "tcp" (NULL), "shm", "verbs" */
+	uint16_t port;             /* 0: RPCRDMA_PORT (20049) */
+	uint32_t inline_size;      /* inline threshold both ways; 0: 4096 */
+	uint32_t max_credits;      /* credits asked for; 0: 32 */
+	uint32_t max_reply;        /* reply chunk offered when a reply may be this long and no
+				      binding says better; 0: 1 MiB */
+	int connect_timeout_ms;    /* 0: 10 s */
+	int use_ccp;               /* call CONF_RDMA (RFC 5666 §6.2) at connect, adopt sizes */
+	uint32_t msgp_align, msgp_thresh;   /* send RDMA_MSGP (RFC 5666 §4.3); 0: never */
+};
+
+/* A CLIENT * for prog/vers at host (a name or address, IPv4 or IPv6) over RDMA. NULL
+ * opts: defaults. On failure NULL, with rpc_createerr set (clnt_pcreateerror() works). */
+CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
+			 const struct rpcrdma_clnt_opts *opts);
+
+/* clnt_control() requests of our own (besides CLSET/CLGET_TIMEOUT, CLGET/CLSET_XID,
+ * CLGET/CLSET_VERS, CLGET/CLSET_PROG, CLGET_SERVER_ADDR, CLGET_SVC_ADDR, CLGET_FD). */
+#define RPCRDMA_CLSET_DDP_BUFS 0x7201  /* struct rpcrdma_ddp_bufs *: this thread's next call */
+#define RPCRDMA_CLGET_STATS    0x7202  /* struct rpcrdma_eng_stats * */
+#define RPCRDMA_CLGET_CCP      0x7203  /* struct rpcrdma_ccp_res *: what CONF_RDMA gave */
+
+/* Caller buffers for the DDP-eligible results of one call, in result order: the data
+ * lands there directly (RDMA Write) and xdr_rdma_ddp_bytes() hands it to the result
+ * without a copy. */
+struct rpcrdma_ddp_bufs {
+	uint32_t n;
+	struct {
+		void *data;
+		uint32_t cap;
+	} buf[RPCRDMA_DEF_LIST_CHUNKS];
+};
+
+/* Asynchronous calls: many in flight from one thread. done runs from
+ * rpcrdma_clnt_progress() (or another call's wait) with the call's status; args must stay
+ * valid until then; results are decoded into res before done runs. */
+typedef void (*rpcrdma_clnt_cb)(void *ctx, enum clnt_stat stat);
+int rpcrdma_clnt_call_async(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *args,
+			    xdrproc_t xres, void *res, rpcrdma_clnt_cb done, void *ctx);
+/* Drive progress for up to timeout_ms (0: poll once); returns calls still pending. */
+int rpcrdma_clnt_progress(CLIENT *cl, int timeout_ms);
+
+/* ---- server ---- */
+
+struct rpcrdma_svc_opts {
+	const char *provider;      /* NULL: "tcp" */
+	const char *host;          /* NULL: all IPv4 addresses; "::" for IPv6 */
+	uint16_t port;             /* 0: RPCRDMA_PORT; use RPCRDMA_PORT_ANY for an ephemeral one */
+	uint32_t inline_size;      /* 0: 4096 */
+	uint32_t max_credits;      /* per connection; 0: 32 */
+	uint32_t recv_budget;      /* receive buffers for all connections; 0: 4096 */
+	int no_ccp;                /* do not answer CONF_RDMA */
+	uint32_t msgp_align, msgp_thresh;   /* send RDMA_MSGP replies; 0: never */
+	int reply_read_chunks;     /* RFC 5666 read chunks in replies (needs RDMA_DONE) */
+	int register_rpcbind;      /* also register with rpcbind under netid rdma/rdma6 */
+};
+#define RPCRDMA_PORT_ANY 0xffffffffu
+
+/* A listening SVCXPRT *. Its progress thread accepts connections and moves data; each
+ * connection is an SVCXPRT * whose xp_fd (an eventfd) becomes readable when a request
+ * is ready, so svc_run() dispatches it. Or run rpcrdma_svc_run(). NULL on failure. */
+SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts);
+/* The port the listener got. */
+uint16_t svc_rdma_port(SVCXPRT *listener);
+/* Dispatch requests of every RDMA connection with nthreads worker threads (<= 1: this
+ * thread) until rpcrdma_svc_exit(). Requests of one connection are dispatched in order,
+ * one at a time; different connections in parallel. */
+int rpcrdma_svc_run(int nthreads);
+void rpcrdma_svc_exit(void);
+
+/* ---- DDP and upper-layer bindings (RFC 5666 §3.4, RFC 8267) ---- */
+
+/* Use in place of xdr_bytes() for a DDP-eligible opaque item. On an RPC-over-RDMA stream
+ * the item's data travels in a read chunk (argument) or write chunk (result); on any other
+ * XDR stream it is exactly xdr_bytes(). Decoding a result the server placed in a caller
+ * buffer (RPCRDMA_CLSET_DDP_BUFS) sets *sp to that buffer when *sp is NULL, with no copy. */
+bool_t xdr_rdma_ddp_bytes(XDR *xdrs, char **sp, u_int *sizep, u_int maxsize);
+/* The same for a string (READLINK/SYMLINK paths). */
+bool_t xdr_rdma_ddp_string(XDR *xdrs, char **sp, u_int maxsize);
+
+/* A binding: for a program/version/procedure, the XDR routines that mark its DDP-eligible
+ * items (used in place of the ones the caller passes) and the largest reply it makes. */
+struct rpcrdma_ulb_proc {
+	rpcproc_t proc;
+	xdrproc_t xargs;           /* NULL: the caller's */
+	xdrproc_t xres;            /* NULL: the caller's */
+	uint32_t max_reply;        /* 0: the client's default */
+	uint32_t nres_ddp;         /* DDP-eligible results: write chunks offered when the
+				      caller gives no buffers of its own ... */
+	uint32_t res_ddp_max;      /* ... each of this many bytes, */
+	uint32_t (*res_ddp_size)(const void *args);  /* ... or as this says for these
+							args (e.g. a READ's count) */
+};
+
+struct rpcrdma_ulb {
+	rpcprog_t prog;
+	rpcvers_t vers;
+	const struct rpcrdma_ulb_proc *procs;
+	uint32_t nprocs;
+};
+
+/* Register a binding for the whole process (client and server). */
+int rpcrdma_ulb_register(const struct rpcrdma_ulb *ulb);
+const struct rpcrdma_ulb_proc *rpcrdma_ulb_find(rpcprog_t prog, rpcvers_t vers, rpcproc_t proc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,49 @@
+/* Internal to rpc/. */
+#ifndef RPCRDMA_RPC_INT_H
+#define RPCRDMA_RPC_INT_H
+
+#include <pthread.h>
+
+#include "rpcrdma/rpc.h"
+
+/* libtirpc declares xdr_void() without parameters */
+#define RPCRDMA_XDR_VOID ((xdrproc_t)(void (*)(void))xdr_void)
+
+/* An XDR stream over one RPC message, with what DDP needs (RFC 5666 §3.4): items marked
+ * while encoding, placed results and RDMA_MSGP padding while decoding. The XDR itself is
+ * libtirpc's memory stream. */
+struct rpcrdma__xdr {
+	XDR x;
+	uint8_t *buf;
+	uint32_t cap;
+	/* encoding: items moved out of the stream */
+	struct rpcrdma_ddp_item items[RPCRDMA_DEF_LIST_CHUNKS];
+	uint32_t nitems;
+	/* decoding: results placed in write chunks, in order */
+	struct rpcrdma_ddp_buf *results;
+	uint32_t nresults, next_result;
+	uint8_t caller_owned[RPCRDMA_DEF_LIST_CHUNKS]; /* results[i].data is the caller's */
+	uint8_t handed_over[RPCRDMA_DEF_LIST_CHUNKS];  /* ... or now belongs to the result */
+	uint32_t align, thresh, base;                  /* RDMA_MSGP of the received message */
+};
+
+/* Start encoding into buf (cap bytes) / decoding buf (len bytes). The stream is "ours"
+ * (xdr_rdma_ddp_bytes acts on it) while it is the thread's current one. */
+void rpcrdma__xdr_encode(struct rpcrdma__xdr *s, uint8_t *buf, uint32_t cap);
+void rpcrdma__xdr_decode(struct rpcrdma__xdr *s, const uint8_t *buf, uint32_t len);
+void rpcrdma__xdr_enter(struct rpcrdma__xdr *s);
+void rpcrdma__xdr_leave(void);
+uint32_t rpcrdma__xdr_pos(struct rpcrdma__xdr *s);
+
+/* The XDR of CONF_RDMA (RFC 5666 §6.2). */
+bool_t rpcrdma__xdr_ccp_args(XDR *x, struct rpcrdma_ccp_args *a);
+bool_t rpcrdma__xdr_ccp_res(XDR *x, struct rpcrdma_ccp_res *r);
+
+/* Monotonic milliseconds. */
+uint64_t rpcrdma__rpc_now(void);
+
+/* Wait a little for work on a provider endpoint: yield while busy recently, then sleep,
+ * growing up to 1 ms. idle counts the empty rounds. */
+void rpcrdma__idle_backoff(unsigned *idle);
+
+#endif

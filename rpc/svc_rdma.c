@@ -1,0 +1,800 @@
+/* libtirpc SVCXPRT * over RPC-over-RDMA: programs register with svc_register() and their
+ * dispatch functions use svc_getargs(), svc_sendreply() and svcerr_*() as over TCP.
+ *
+ * One progress thread per listener accepts connections and drives every connection's
+ * engine. Each connection is an SVCXPRT whose xp_fd is an eventfd, readable while it has
+ * requests ready, registered with xprt_register(): svc_run() dispatches them through
+ * svc_getreq_common(), or rpcrdma_svc_run() does with worker threads. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rpc_int.h"
+
+#include <rpc/svc_mt.h>
+
+#define DEF_INLINE 4096u
+#define DEF_CREDITS 32u
+#define DEF_RECV_BUDGET 4096u
+#define ACCEPT_MS 5000
+
+struct srv;
+
+/* A request handed up by the engine, waiting for dispatch. */
+struct ready {
+	struct ready *next;
+	struct rpcrdma_eng_req *er;
+};
+
+struct sconn {
+	SVCXPRT xprt;
+	SVCXPRT_EXT ext;
+	struct srv *srv;
+	struct sconn *next;
+	struct rpcrdma_ep *ep;
+	struct rpcrdma_eng *eng;
+	struct ready *head, *tail;
+	struct rpcrdma_eng_req *cur;     /* being dispatched */
+	struct rpcrdma__xdr dec;         /* its call */
+	rpcprog_t prog;
+	rpcvers_t vers;
+	rpcproc_t proc;
+	int dead, destroyed, busy;
+	struct sockaddr_storage peer;
+};
+
+struct srv {
+	SVCXPRT xprt;
+	SVCXPRT_EXT ext;
+	struct rpcrdma_svc_opts opts;
+	struct rpcrdma_prov *p;
+	struct rpcrdma_listener *l;
+	struct rpcrdma_credit_pool pool;
+	pthread_mutex_t lock;
+	pthread_t thread;
+	int stop;
+	struct sconn *conns;
+	struct srv *next;
+};
+
+/* Every listener of the process, for rpcrdma_svc_run()'s workers. */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static struct srv *g_srvs;
+static int g_exit;
+
+static void wake_workers(void)
+{
+	pthread_mutex_lock(&g_lock);
+	pthread_cond_broadcast(&g_cv);
+	pthread_mutex_unlock(&g_lock);
+}
+
+static void signal_fd(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		abort();
+}
+
+static void drain_fd(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		abort();
+}
+
+/* ---- engine upper face (progress thread, srv lock held) ---- */
+
+static void on_request(void *ctx, struct rpcrdma_eng_req *r)
+{
+	struct sconn *c = ctx;
+	struct ready *q = malloc(sizeof(*q));
+
+	if (!q) {
+		rpcrdma_eng_req_drop(c->eng, r);
+		return;
+	}
+	q->next = NULL;
+	q->er = r;
+	if (c->tail)
+		c->tail->next = q;
+	else
+		c->head = q;
+	c->tail = q;
+	signal_fd(c->xprt.xp_fd);
+}
+
+struct reply_ctx {
+	struct rpcrdma_reply_args a;
+	struct rpcrdma_ddp_item items[RPCRDMA_DEF_LIST_CHUNKS];
+	uint8_t *flat;
+};
+
+static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
+{
+	struct reply_ctx *x = rpcrdma_eng_req_user(r);
+
+	(void)ctx;
+	(void)status;
+	if (x) {
+		free(x->flat);
+		free(x);
+	}
+}
+
+static void on_fatal(void *ctx, int reason)
+{
+	struct sconn *c = ctx;
+
+	(void)reason;
+	c->dead = 1;
+	signal_fd(c->xprt.xp_fd);
+}
+
+/* ---- replies ---- */
+
+/* The reply as one buffer the engine owns until reply_done: the stream, then each DDP
+ * item (the dispatcher's memory may be freed as soon as svc_sendreply() returns). */
+static struct reply_ctx *own_reply(const struct rpcrdma__xdr *enc)
+{
+	struct reply_ctx *x = calloc(1, sizeof(*x));
+	uint32_t pos = XDR_GETPOS((XDR *)&enc->x), i;
+	uint64_t total = pos, at;
+
+	for (i = 0; i < enc->nitems; i++)
+		total += enc->items[i].len;
+	if (!x || !(x->flat = malloc(total ? total : 1))) {
+		free(x);
+		return NULL;
+	}
+	memcpy(x->flat, enc->buf, pos);
+	at = pos;
+	for (i = 0; i < enc->nitems; i++) {
+		x->items[i] = enc->items[i];
+		if (enc->items[i].len)
+			memcpy(x->flat + at, enc->items[i].data, enc->items[i].len);
+		x->items[i].data = x->flat + at;
+		at += enc->items[i].len;
+	}
+	x->a.xdr = x->flat;
+	x->a.xdr_len = pos;
+	x->a.items = x->items;
+	x->a.nitems = enc->nitems;
+	return x;
+}
+
+static bool_t wrap_results(struct sconn *c, XDR *x, xdrproc_t xres, void *where)
+{
+	if (SVC_XP_AUTH(&c->xprt).svc_ah_ops)
+		return SVCAUTH_WRAP(&SVC_XP_AUTH(&c->xprt), x, xres, where);
+	return xres(x, where);
+}
+
+/* Encode msg (results marked by a binding become DDP items) and give it to the engine.
+ * Called with the srv lock held. */
+static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
+{
+	struct rpcrdma_eng_req *er = c->cur;
+	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(c->prog, c->vers, c->proc);
+	struct rpcrdma__xdr enc;
+	xdrproc_t xres = NULL, saved = NULL;
+	void *where = NULL;
+	struct reply_ctx *x;
+	u_int cap = 256 + 2 * MAX_AUTH_BYTES;
+	uint8_t *buf;
+	bool_t ok;
+	int rc;
+
+	if (!er)
+		return FALSE;
+	c->cur = NULL;
+	/* svc_sendreply() and svcerr_*() leave the XID to the transport */
+	msg->rm_xid = rpcrdma_eng_req_xid(er);
+	if (msg->rm_reply.rp_stat == MSG_ACCEPTED && msg->acpted_rply.ar_stat == SUCCESS) {
+		saved = msg->acpted_rply.ar_results.proc;
+		xres = b && b->xres ? b->xres : saved;
+		where = msg->acpted_rply.ar_results.where;
+		msg->acpted_rply.ar_results.proc = RPCRDMA_XDR_VOID;
+		cap += (u_int)xdr_sizeof(xres, where);
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		rpcrdma_eng_req_drop(c->eng, er);
+		return FALSE;
+	}
+	rpcrdma__xdr_encode(&enc, buf, cap);
+	rpcrdma__xdr_enter(&enc);
+	ok = xdr_replymsg(&enc.x, msg) && (!xres || wrap_results(c, &enc.x, xres, where));
+	rpcrdma__xdr_leave();
+	if (saved)
+		msg->acpted_rply.ar_results.proc = saved;
+	x = ok ? own_reply(&enc) : NULL;
+	free(buf);
+	if (!x) {
+		rpcrdma_eng_req_drop(c->eng, er);
+		return FALSE;
+	}
+	rpcrdma_eng_req_set_user(er, x);
+	rc = rpcrdma_eng_reply(c->eng, er, &x->a, rpcrdma__rpc_now());
+	if (rc && rc != -RPCRDMA_ERR_NOSPC)
+		on_reply_done(NULL, er, rc);   /* the engine let go of it at once */
+	return rc == 0;
+}
+
+/* RFC 5666 §6.2: CONF_RDMA, answered on every connection unless disabled. */
+static void answer_ccp(struct sconn *c, struct rpc_msg *call)
+{
+	struct rpcrdma_ccp_args a;
+	struct rpcrdma_ccp_res r;
+	struct rpc_msg reply;
+	uint32_t inl = c->srv->opts.inline_size;
+
+	memset(&reply, 0, sizeof(reply));
+	reply.rm_xid = call->rm_xid;
+	reply.rm_direction = REPLY;
+	reply.rm_reply.rp_stat = MSG_ACCEPTED;
+	reply.acpted_rply.ar_verf = _null_auth;
+	rpcrdma__xdr_enter(&c->dec);
+	if (call->rm_call.cb_proc != RPCRDMA_CCP_PROC_CONF_RDMA) {
+		reply.acpted_rply.ar_stat = PROC_UNAVAIL;
+	} else if (!rpcrdma__xdr_ccp_args(&c->dec.x, &a)) {
+		reply.acpted_rply.ar_stat = GARBAGE_ARGS;
+	} else {
+		r.maxcall_sendsize = a.maxcall_sendsize < inl ? a.maxcall_sendsize : inl;
+		r.align = c->srv->opts.msgp_align;
+		r.maxrdmaread = a.maxrdmaread;
+		reply.acpted_rply.ar_stat = SUCCESS;
+		reply.acpted_rply.ar_results.where = (caddr_t)&r;
+		reply.acpted_rply.ar_results.proc = (xdrproc_t)rpcrdma__xdr_ccp_res;
+	}
+	rpcrdma__xdr_leave();
+	send_reply(c, &reply);
+}
+
+/* ---- xp_ops of a connection ---- */
+
+static struct sconn *conn_of(SVCXPRT *xprt)
+{
+	return (struct sconn *)xprt->xp_p1;
+}
+
+/* A request the dispatcher took and did not answer gives its credit back. */
+static void drop_cur(struct sconn *c)
+{
+	if (c->cur) {
+		rpcrdma_eng_req_drop(c->eng, c->cur);
+		c->cur = NULL;
+	}
+}
+
+static struct rpcrdma_eng_req *pop_ready(struct sconn *c)
+{
+	struct ready *q = c->head;
+	struct rpcrdma_eng_req *er;
+
+	if (!q) {
+		drain_fd(c->xprt.xp_fd);
+		return NULL;
+	}
+	c->head = q->next;
+	if (!c->head)
+		c->tail = NULL;
+	er = q->er;
+	free(q);
+	return er;
+}
+
+static void drop_all(struct sconn *c)
+{
+	struct rpcrdma_eng_req *er;
+
+	drop_cur(c);
+	while ((er = pop_ready(c)) != NULL)
+		rpcrdma_eng_req_drop(c->eng, er);
+}
+
+/* Decode the call's header; CONF_RDMA is answered here, never dispatched. */
+static bool_t take_call(struct sconn *c, struct rpcrdma_eng_req *er, struct rpc_msg *msg)
+{
+	uint32_t len;
+	const uint8_t *call = rpcrdma_eng_req_call(er, &len);
+	bool_t ok;
+
+	rpcrdma__xdr_decode(&c->dec, call, len);
+	rpcrdma_eng_req_msgp(er, &c->dec.align, &c->dec.thresh, &c->dec.base);
+	rpcrdma__xdr_enter(&c->dec);
+	ok = xdr_callmsg(&c->dec.x, msg);
+	rpcrdma__xdr_leave();
+	if (!ok) {
+		rpcrdma_eng_req_drop(c->eng, er);   /* no header to answer: as TCP does */
+		return FALSE;
+	}
+	c->cur = er;
+	c->prog = msg->rm_call.cb_prog;
+	c->vers = msg->rm_call.cb_vers;
+	c->proc = msg->rm_call.cb_proc;
+	if (c->prog == RPCRDMA_CCP_PROG && c->vers == RPCRDMA_CCP_VERS && !c->srv->opts.no_ccp) {
+		answer_ccp(c, msg);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static bool_t conn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
+{
+	struct sconn *c = conn_of(xprt);
+	struct rpcrdma_eng_req *er;
+	bool_t got = FALSE;
+
+	pthread_mutex_lock(&c->srv->lock);
+	drop_cur(c);
+	if (c->dead)
+		drop_all(c);
+	while (!got && (er = pop_ready(c)) != NULL)
+		got = take_call(c, er, msg);
+	pthread_mutex_unlock(&c->srv->lock);
+	return got;
+}
+
+static enum xprt_stat conn_stat(SVCXPRT *xprt)
+{
+	struct sconn *c = conn_of(xprt);
+	enum xprt_stat st;
+
+	pthread_mutex_lock(&c->srv->lock);
+	drop_cur(c);
+	if (c->dead && !c->head)
+		st = XPRT_DIED;
+	else
+		st = c->head ? XPRT_MOREREQS : XPRT_IDLE;
+	pthread_mutex_unlock(&c->srv->lock);
+	return st;
+}
+
+static bool_t conn_getargs(SVCXPRT *xprt, xdrproc_t xargs, void *args)
+{
+	struct sconn *c = conn_of(xprt);
+	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(c->prog, c->vers, c->proc);
+	bool_t ok;
+
+	if (b && b->xargs)
+		xargs = b->xargs;
+	rpcrdma__xdr_enter(&c->dec);
+	if (SVC_XP_AUTH(xprt).svc_ah_ops)
+		ok = SVCAUTH_UNWRAP(&SVC_XP_AUTH(xprt), &c->dec.x, xargs, args);
+	else
+		ok = xargs(&c->dec.x, args);
+	rpcrdma__xdr_leave();
+	return ok;
+}
+
+static bool_t conn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
+{
+	struct sconn *c = conn_of(xprt);
+	bool_t ok;
+
+	pthread_mutex_lock(&c->srv->lock);
+	ok = send_reply(c, msg);
+	pthread_mutex_unlock(&c->srv->lock);
+	return ok;
+}
+
+static bool_t conn_freeargs(SVCXPRT *xprt, xdrproc_t xargs, void *args)
+{
+	struct sconn *c = conn_of(xprt);
+	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(c->prog, c->vers, c->proc);
+	XDR x;
+
+	memset(&x, 0, sizeof(x));
+	x.x_op = XDR_FREE;
+	return (b && b->xargs ? b->xargs : xargs)(&x, args);
+}
+
+/* Called by svc_getreq_common() once the connection died: the progress thread releases
+ * it when no worker holds it any more. */
+static void conn_destroy(SVCXPRT *xprt)
+{
+	struct sconn *c = conn_of(xprt);
+
+	xprt_unregister(xprt);
+	pthread_mutex_lock(&c->srv->lock);
+	drop_all(c);
+	c->destroyed = 1;
+	pthread_mutex_unlock(&c->srv->lock);
+}
+
+static bool_t conn_control(SVCXPRT *xprt, const u_int req, void *info)
+{
+	(void)xprt;
+	(void)req;
+	(void)info;
+	return FALSE;
+}
+
+static const struct xp_ops conn_ops = {
+	.xp_recv = conn_recv,
+	.xp_stat = conn_stat,
+	.xp_getargs = conn_getargs,
+	.xp_reply = conn_reply,
+	.xp_freeargs = conn_freeargs,
+	.xp_destroy = conn_destroy,
+};
+
+static const struct xp_ops2 conn_ops2 = { .xp_control = conn_control };
+
+/* ---- accepting (progress thread, srv lock held) ---- */
+
+static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *req)
+{
+	const struct rpcrdma_prov_caps *caps = rpcrdma_prov_caps(s->p);
+	struct rpcrdma_eng_upper up = { .ctx = c, .request = on_request,
+					.reply_done = on_reply_done, .fatal = on_fatal };
+	struct rpcrdma_eng_config cfg;
+	uint8_t pd[RPCRDMA_PDATA_LEN];
+	struct rpcrdma_eng_lower lo;
+	const void *peer;
+	size_t plen;
+	int n, rc;
+
+	rpcrdma_eng_config_default(&cfg, RPCRDMA_ENG_SERVER);
+	cfg.inline_send = cfg.inline_recv = s->opts.inline_size;
+	cfg.max_credits = s->opts.max_credits;
+	cfg.sq_depth = caps->tx_depth < 1024 ? caps->tx_depth : 1024;
+	cfg.write_send_ordered = caps->write_send_ordered;
+	cfg.msgp_align = s->opts.msgp_align;
+	cfg.msgp_thresh = s->opts.msgp_thresh;
+	cfg.reply_read_chunks = (uint32_t)s->opts.reply_read_chunks;
+	cfg.pool = &s->pool;
+	rc = rpcrdma_eng_create(&cfg, &up, &c->eng);
+	if (rc) {
+		rpcrdma_reject(req, NULL, 0);
+		return rc;
+	}
+	peer = rpcrdma_connreq_pdata(req, &plen);
+	rpcrdma_eng_set_peer_pdata(c->eng, peer, plen);
+	n = rpcrdma_eng_pdata(c->eng, pd, sizeof(pd));
+	rc = rpcrdma_accept(req, pd, (size_t)n, ACCEPT_MS, &c->ep);
+	if (rc)
+		return rc;
+	rpcrdma_eng_lower_ep(&lo, s->p, c->ep);
+	return rpcrdma_eng_start(c->eng, &lo, rpcrdma__rpc_now());
+}
+
+/* What svc_getcaller() and svc_getrpccaller() return, as over TCP. */
+static void conn_addresses(struct sconn *c)
+{
+	size_t len = sizeof(c->peer);
+
+	if (rpcrdma_ep_peer_addr(c->ep, &c->peer, &len))
+		len = 0;
+	c->xprt.xp_addrlen = (int)(len < sizeof(c->xprt.xp_raddr) ? len : sizeof(c->xprt.xp_raddr));
+	memcpy(&c->xprt.xp_raddr, &c->peer, (size_t)c->xprt.xp_addrlen);
+	c->xprt.xp_rtaddr.buf = &c->peer;
+	c->xprt.xp_rtaddr.len = c->xprt.xp_rtaddr.maxlen = (unsigned)len;
+	c->xprt.xp_netid = len && c->peer.ss_family == AF_INET6 ? "rdma6" : "rdma";
+}
+
+static void conn_free(struct sconn *c)
+{
+	rpcrdma_ep_close(c->ep);
+	rpcrdma_eng_destroy(c->eng);
+	if (c->xprt.xp_fd >= 0)
+		close(c->xprt.xp_fd);
+	free(c);
+}
+
+static int accept_one(struct srv *s)
+{
+	struct rpcrdma_connreq *req;
+	struct sconn *c;
+
+	if (rpcrdma_listener_get(s->l, 0, &req))
+		return 0;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		rpcrdma_reject(req, NULL, 0);
+		return 1;
+	}
+	c->srv = s;
+	c->xprt.xp_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->xprt.xp_fd < 0 || conn_engine(s, c, req)) {
+		conn_free(c);
+		return 1;
+	}
+	c->xprt.xp_ops = &conn_ops;
+	c->xprt.xp_ops2 = &conn_ops2;
+	c->xprt.xp_p1 = c;
+	c->xprt.xp_p3 = &c->ext;
+	c->xprt.xp_port = s->xprt.xp_port;
+	c->xprt.xp_tp = "rdma";
+	conn_addresses(c);
+	c->next = s->conns;
+	s->conns = c;
+	xprt_register(&c->xprt);
+	signal_fd(s->xprt.xp_fd);   /* svc_run() polls a copy of the fd set: wake it */
+	return 1;
+}
+
+/* ---- the progress thread ---- */
+
+static int poll_conn(struct sconn *c)
+{
+	struct rpcrdma_cqe cq[32];
+	uint64_t now = rpcrdma__rpc_now();
+	int i, n;
+
+	if (c->destroyed || c->dead)
+		return 0;
+	n = rpcrdma_ep_poll(c->ep, cq, 32);
+	for (i = 0; i < n; i++)
+		rpcrdma_eng_on_cqe(c->eng, &cq[i], now);
+	rpcrdma_eng_tick(c->eng, now);
+	return n;
+}
+
+static void reap(struct srv *s)
+{
+	struct sconn **pp = &s->conns, *c;
+
+	while ((c = *pp) != NULL) {
+		if (c->destroyed && !c->busy) {
+			*pp = c->next;
+			conn_free(c);
+		} else {
+			pp = &c->next;
+		}
+	}
+}
+
+static void *progress(void *arg)
+{
+	struct srv *s = arg;
+	unsigned idle = 0;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+		struct sconn *c;
+		int work, ready = 0;
+
+		pthread_mutex_lock(&s->lock);
+		work = accept_one(s);
+		for (c = s->conns; c; c = c->next) {
+			work += poll_conn(c);
+			ready |= c->head != NULL || (c->dead && !c->destroyed);
+		}
+		reap(s);
+		pthread_mutex_unlock(&s->lock);
+		if (ready)
+			wake_workers();
+		if (work)
+			idle = 0;
+		else
+			rpcrdma__idle_backoff(&idle);
+	}
+	return NULL;
+}
+
+/* ---- the listener's SVCXPRT ---- */
+
+/* The listener's eventfd only wakes svc_run() so that it polls a new connection. */
+static bool_t lst_recv(SVCXPRT *xprt, struct rpc_msg *msg)
+{
+	(void)msg;
+	drain_fd(xprt->xp_fd);
+	return FALSE;
+}
+
+static enum xprt_stat lst_stat(SVCXPRT *xprt)
+{
+	(void)xprt;
+	return XPRT_IDLE;
+}
+
+static bool_t lst_args(SVCXPRT *xprt, xdrproc_t x, void *p)
+{
+	(void)xprt;
+	(void)x;
+	(void)p;
+	return FALSE;
+}
+
+static bool_t lst_reply(SVCXPRT *xprt, struct rpc_msg *msg)
+{
+	(void)xprt;
+	(void)msg;
+	return FALSE;
+}
+
+static void srv_unlink(struct srv *s)
+{
+	struct srv **pp;
+
+	pthread_mutex_lock(&g_lock);
+	for (pp = &g_srvs; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	pthread_mutex_unlock(&g_lock);
+}
+
+static void lst_destroy(SVCXPRT *xprt)
+{
+	struct srv *s = (struct srv *)xprt->xp_p1;
+	struct sconn *c;
+
+	srv_unlink(s);
+	xprt_unregister(xprt);
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(s->thread, NULL);
+	while ((c = s->conns) != NULL) {
+		s->conns = c->next;
+		if (!c->destroyed)
+			xprt_unregister(&c->xprt);
+		drop_all(c);
+		conn_free(c);
+	}
+	rpcrdma_listener_close(s->l);
+	rpcrdma_prov_close(s->p);
+	close(xprt->xp_fd);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+static const struct xp_ops lst_ops = {
+	.xp_recv = lst_recv,
+	.xp_stat = lst_stat,
+	.xp_getargs = lst_args,
+	.xp_reply = lst_reply,
+	.xp_freeargs = lst_args,
+	.xp_destroy = lst_destroy,
+};
+
+static void svc_defaults(struct rpcrdma_svc_opts *o, const struct rpcrdma_svc_opts *in)
+{
+	memset(o, 0, sizeof(*o));
+	if (in)
+		*o = *in;
+	if (!o->provider)
+		o->provider = "tcp";
+	if (!o->inline_size)
+		o->inline_size = DEF_INLINE;
+	if (!o->max_credits)
+		o->max_credits = DEF_CREDITS;
+	if (!o->recv_budget)
+		o->recv_budget = DEF_RECV_BUDGET;
+}
+
+SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
+{
+	struct srv *s = calloc(1, sizeof(*s));
+	uint32_t port;
+	char err[256];
+
+	if (!s)
+		return NULL;
+	svc_defaults(&s->opts, opts);
+	port = opts && opts->port ? (opts->port == (uint16_t)RPCRDMA_PORT_ANY ? 0 : opts->port)
+				  : RPCRDMA_PORT;
+	rpcrdma_credit_pool_init(&s->pool, s->opts.recv_budget);
+	pthread_mutex_init(&s->lock, NULL);
+	if (rpcrdma_prov_open(s->opts.provider, &s->p, err, sizeof(err)))
+		goto out_free;
+	if (rpcrdma_listen(s->p, s->opts.host, (uint16_t)port, &s->l))
+		goto out_prov;
+	s->xprt.xp_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->xprt.xp_fd < 0)
+		goto out_listen;
+	s->xprt.xp_port = rpcrdma_listener_port(s->l);
+	s->xprt.xp_ops = &lst_ops;
+	s->xprt.xp_ops2 = &conn_ops2;
+	s->xprt.xp_p1 = s;
+	s->xprt.xp_p3 = &s->ext;
+	s->xprt.xp_netid = "rdma";
+	s->xprt.xp_tp = "rdma";
+	if (pthread_create(&s->thread, NULL, progress, s))
+		goto out_fd;
+	xprt_register(&s->xprt);
+	pthread_mutex_lock(&g_lock);
+	s->next = g_srvs;
+	g_srvs = s;
+	pthread_mutex_unlock(&g_lock);
+	return &s->xprt;
+out_fd:
+	close(s->xprt.xp_fd);
+out_listen:
+	rpcrdma_listener_close(s->l);
+out_prov:
+	rpcrdma_prov_close(s->p);
+out_free:
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return NULL;
+}
+
+uint16_t svc_rdma_port(SVCXPRT *listener)
+{
+	return listener ? listener->xp_port : 0;
+}
+
+/* ---- rpcrdma_svc_run ---- */
+
+/* A connection with something to dispatch that no worker holds, marked busy. */
+static struct sconn *claim(void)
+{
+	struct sconn *found = NULL, *c;
+	struct srv *s;
+
+	for (s = g_srvs; s && !found; s = s->next) {
+		pthread_mutex_lock(&s->lock);
+		for (c = s->conns; c && !found; c = c->next)
+			if (!c->busy && !c->destroyed && (c->head || c->dead)) {
+				c->busy = 1;
+				found = c;
+			}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return found;
+}
+
+static void *worker(void *arg)
+{
+	struct timespec ts;
+	struct sconn *c;
+
+	(void)arg;
+	pthread_mutex_lock(&g_lock);
+	while (!g_exit) {
+		c = claim();
+		if (!c) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 10 * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&g_cv, &g_lock, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&g_lock);
+		svc_getreq_common(c->xprt.xp_fd);
+		pthread_mutex_lock(&c->srv->lock);
+		c->busy = 0;
+		pthread_mutex_unlock(&c->srv->lock);
+		pthread_mutex_lock(&g_lock);
+	}
+	pthread_mutex_unlock(&g_lock);
+	return NULL;
+}
+
+int rpcrdma_svc_run(int nthreads)
+{
+	pthread_t th[64];
+	int i, n = nthreads > 64 ? 64 : nthreads;
+
+	pthread_mutex_lock(&g_lock);
+	g_exit = 0;
+	pthread_mutex_unlock(&g_lock);
+	for (i = 1; i < n; i++)
+		if (pthread_create(&th[i], NULL, worker, NULL))
+			break;
+	n = i;
+	worker(NULL);
+	for (i = 1; i < n; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
+void rpcrdma_svc_exit(void)
+{
+	pthread_mutex_lock(&g_lock);
+	g_exit = 1;
+	pthread_cond_broadcast(&g_cv);
+	pthread_mutex_unlock(&g_lock);
+}

@@ -1,0 +1,245 @@
+/* XDR with direct data placement (RFC 5666 §3.4, RFC 8267 §2): xdr_rdma_ddp_bytes()
+ * moves a DDP-eligible opaque out of the inline stream on an RPC-over-RDMA message and is
+ * plain xdr_bytes() anywhere else; and the process-wide table of upper-layer bindings. */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rpc_int.h"
+
+static __thread struct rpcrdma__xdr *cur;   /* the stream xdr_rdma_ddp_bytes acts on */
+
+void rpcrdma__xdr_encode(struct rpcrdma__xdr *s, uint8_t *buf, uint32_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	s->buf = buf;
+	s->cap = cap;
+	xdrmem_create(&s->x, (char *)buf, cap, XDR_ENCODE);
+}
+
+void rpcrdma__xdr_decode(struct rpcrdma__xdr *s, const uint8_t *buf, uint32_t len)
+{
+	memset(s, 0, sizeof(*s));
+	s->buf = (uint8_t *)buf;
+	s->cap = len;
+	xdrmem_create(&s->x, (char *)buf, len, XDR_DECODE);
+}
+
+void rpcrdma__xdr_enter(struct rpcrdma__xdr *s)
+{
+	cur = s;
+}
+
+void rpcrdma__xdr_leave(void)
+{
+	cur = NULL;
+}
+
+uint32_t rpcrdma__xdr_pos(struct rpcrdma__xdr *s)
+{
+	return XDR_GETPOS(&s->x);
+}
+
+static struct rpcrdma__xdr *ours(XDR *xdrs)
+{
+	return cur && &cur->x == xdrs ? cur : NULL;
+}
+
+/* Encoding: the length stays inline, the bytes become an item (a read chunk in a call, a
+ * write chunk in a reply), their XDR roundup goes nowhere (RFC 8166 §3.4.5). */
+static bool_t put_item(struct rpcrdma__xdr *s, const char *data, u_int len)
+{
+	struct rpcrdma_ddp_item *it = &s->items[s->nitems];
+
+	if (!xdr_u_int(&s->x, &len))
+		return FALSE;
+	it->offset = rpcrdma__xdr_pos(s);
+	it->len = len;
+	it->data = data;
+	s->nitems++;
+	return TRUE;
+}
+
+/* Decoding a result the server placed in write chunk i: its length must be the XDR
+ * length (RFC 5666 §3.4); the data is handed over, or copied where the caller has
+ * its own buffer. */
+static bool_t take_placed(struct rpcrdma__xdr *s, uint32_t i, char **sp, u_int len)
+{
+	struct rpcrdma_ddp_buf *b = &s->results[i];
+
+	if (b->len != len)
+		return FALSE;
+	if (*sp == NULL) {
+		*sp = b->data;
+		s->handed_over[i] = !s->caller_owned[i];
+		return TRUE;
+	}
+	if (*sp != (char *)b->data && len)
+		memcpy(*sp, b->data, len);
+	return TRUE;
+}
+
+/* Decoding an item that stayed inline, after any RDMA_MSGP padding (RFC 5666 §4.3). */
+static bool_t take_inline(struct rpcrdma__xdr *s, char **sp, u_int len, int nul)
+{
+	uint32_t pos = rpcrdma__xdr_pos(s);
+	uint32_t pad = rpcrdma_msgp_pad(s->align, s->thresh, s->base, pos, len);
+	bool_t fresh = *sp == NULL;
+
+	if (pad && !XDR_SETPOS(&s->x, pos + pad))
+		return FALSE;
+	if (fresh) {
+		*sp = malloc((size_t)len + (nul ? 1 : 0) + (len ? 0 : 1));
+		if (!*sp)
+			return FALSE;
+	}
+	if (nul)
+		(*sp)[len] = '\0';
+	if (xdr_opaque(&s->x, *sp, len))
+		return TRUE;
+	if (fresh) {
+		free(*sp);
+		*sp = NULL;
+	}
+	return FALSE;
+}
+
+static bool_t ddp_decode(struct rpcrdma__xdr *s, char **sp, u_int *sizep, u_int maxsize,
+			 int nul)
+{
+	u_int len;
+
+	if (!xdr_u_int(&s->x, &len) || len > maxsize)
+		return FALSE;
+	if (sizep)
+		*sizep = len;
+	if (s->next_result < s->nresults) {
+		uint32_t i = s->next_result++;
+
+		if (s->results[i].used && !nul)
+			return take_placed(s, i, sp, len);
+		if (s->results[i].used) {
+			/* a string needs its terminator: copy out of the chunk */
+			if (s->results[i].len != len || !(*sp = malloc((size_t)len + 1)))
+				return FALSE;
+			memcpy(*sp, s->results[i].data, len);
+			(*sp)[len] = '\0';
+			return TRUE;
+		}
+	}
+	return take_inline(s, sp, len, nul);
+}
+
+bool_t xdr_rdma_ddp_bytes(XDR *xdrs, char **sp, u_int *sizep, u_int maxsize)
+{
+	struct rpcrdma__xdr *s = ours(xdrs);
+
+	if (!s)
+		return xdr_bytes(xdrs, sp, sizep, maxsize);
+	if (xdrs->x_op == XDR_ENCODE) {
+		if (*sizep > maxsize)
+			return FALSE;
+		if (s->nitems == RPCRDMA_DEF_LIST_CHUNKS)
+			return xdr_bytes(xdrs, sp, sizep, maxsize);   /* out of chunks: inline */
+		return put_item(s, *sp, *sizep);
+	}
+	if (xdrs->x_op == XDR_DECODE)
+		return ddp_decode(s, sp, sizep, maxsize, 0);
+	return xdr_bytes(xdrs, sp, sizep, maxsize);
+}
+
+bool_t xdr_rdma_ddp_string(XDR *xdrs, char **sp, u_int maxsize)
+{
+	struct rpcrdma__xdr *s = ours(xdrs);
+	size_t n;
+
+	if (!s)
+		return xdr_string(xdrs, sp, maxsize);
+	if (xdrs->x_op == XDR_ENCODE) {
+		n = *sp ? strlen(*sp) : 0;
+		if (n > maxsize || !*sp)
+			return FALSE;
+		if (s->nitems == RPCRDMA_DEF_LIST_CHUNKS)
+			return xdr_string(xdrs, sp, maxsize);
+		return put_item(s, *sp, (u_int)n);
+	}
+	if (xdrs->x_op == XDR_DECODE)
+		return ddp_decode(s, sp, NULL, maxsize, 1);
+	return xdr_string(xdrs, sp, maxsize);
+}
+
+/* ---- CONF_RDMA ---- */
+
+bool_t rpcrdma__xdr_ccp_args(XDR *x, struct rpcrdma_ccp_args *a)
+{
+	return xdr_u_int(x, &a->maxcall_sendsize) && xdr_u_int(x, &a->maxreply_sendsize) &&
+	       xdr_u_int(x, &a->maxrdmaread);
+}
+
+bool_t rpcrdma__xdr_ccp_res(XDR *x, struct rpcrdma_ccp_res *r)
+{
+	return xdr_u_int(x, &r->maxcall_sendsize) && xdr_u_int(x, &r->align) &&
+	       xdr_u_int(x, &r->maxrdmaread);
+}
+
+/* ---- bindings ---- */
+
+#define MAX_ULBS 32
+static const struct rpcrdma_ulb *ulbs[MAX_ULBS];
+static unsigned nulbs;
+static pthread_mutex_t ulb_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int rpcrdma_ulb_register(const struct rpcrdma_ulb *ulb)
+{
+	int rc = 0;
+
+	if (!ulb || (ulb->nprocs && !ulb->procs))
+		return -RPCRDMA_ERR_INVAL;
+	pthread_mutex_lock(&ulb_lock);
+	if (nulbs == MAX_ULBS)
+		rc = -RPCRDMA_ERR_NOSPC;
+	else
+		ulbs[nulbs++] = ulb;
+	pthread_mutex_unlock(&ulb_lock);
+	return rc;
+}
+
+const struct rpcrdma_ulb_proc *rpcrdma_ulb_find(rpcprog_t prog, rpcvers_t vers, rpcproc_t proc)
+{
+	const struct rpcrdma_ulb_proc *found = NULL;
+	unsigned i, k;
+
+	pthread_mutex_lock(&ulb_lock);
+	for (i = 0; i < nulbs && !found; i++) {
+		if (ulbs[i]->prog != prog || ulbs[i]->vers != vers)
+			continue;
+		for (k = 0; k < ulbs[i]->nprocs; k++)
+			if (ulbs[i]->procs[k].proc == proc)
+				found = &ulbs[i]->procs[k];
+	}
+	pthread_mutex_unlock(&ulb_lock);
+	return found;
+}
+
+/* ---- time and waiting ---- */
+
+uint64_t rpcrdma__rpc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void rpcrdma__idle_backoff(unsigned *idle)
+{
+	struct timespec ts = { 0, 0 };
+
+	if (++*idle < 2000) {
+		sched_yield();
+		return;
+	}
+	ts.tv_nsec = *idle < 4000 ? 20000 : 1000000;
+	nanosleep(&ts, NULL);
+}

@@ -1,0 +1,377 @@
+/* The RPC layer's test client: rpcgen stubs (rpcgen -M) through a CLIENT * over RDMA
+ * (libfabric tcp or shm) or plain TCP, every result checked.
+ *
+ * Usage: rt_client rdma-tcp|rdma-shm|tcp HOST PORT [nobinding|gone|ccp-off]
+ * Prints a line per outcome (compared across transports by the test script) and
+ * "N passed, N failed". */
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_common.h"
+
+static int passed, failed;
+static const char *mode = "";
+
+#define CHECK(c)                                                                         \
+	do {                                                                             \
+		if (c) {                                                                 \
+			passed++;                                                        \
+		} else {                                                                 \
+			failed++;                                                        \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+		}                                                                        \
+	} while (0)
+
+static int is_rdma(const char *t)
+{
+	return !strncmp(t, "rdma-", 5);
+}
+
+static CLIENT *make(const char *t, const char *host, unsigned port, rpcprog_t prog,
+		    rpcvers_t vers, int ccp)
+{
+	struct rpcrdma_clnt_opts o;
+	struct sockaddr_in sin;
+	int sock = RPC_ANYSOCK;
+
+	if (!is_rdma(t)) {
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_port = htons((uint16_t)port);
+		sin.sin_addr.s_addr = htonl(0x7f000001);
+		return clnttcp_create(&sin, prog, vers, &sock, 0, 0);
+	}
+	memset(&o, 0, sizeof(o));
+	o.provider = t + 5;
+	o.port = (uint16_t)port;
+	o.use_ccp = ccp;
+	return clnt_rdma_create(host, prog, vers, &o);
+}
+
+static struct timeval tv(int ms)
+{
+	struct timeval t = { ms / 1000, (ms % 1000) * 1000 };
+
+	return t;
+}
+
+/* One echo: len bytes out, reply_len back (~0: the same bytes), checked. */
+static enum clnt_stat echo(CLIENT *cl, uint32_t seed, uint32_t len, uint32_t reply_len,
+			   char *place, uint32_t place_cap, int *ok)
+{
+	rt_echo_args a;
+	rt_data r;
+	struct rpcrdma_ddp_bufs bufs;
+	enum clnt_stat st;
+	uint32_t want = reply_len == ~0u ? len : reply_len;
+
+	memset(&r, 0, sizeof(r));
+	a.seed = seed;
+	a.reply_len = reply_len;
+	a.data.rt_data_len = len;
+	a.data.rt_data_val = malloc(len + 1);
+	rt_fill(a.data.rt_data_val, seed, len);
+	if (place) {
+		bufs.n = 1;
+		bufs.buf[0].data = place;
+		bufs.buf[0].cap = place_cap;
+		clnt_control(cl, RPCRDMA_CLSET_DDP_BUFS, (char *)&bufs);
+	}
+	st = rt_echo_1(&a, &r, cl);
+	*ok = st == RPC_SUCCESS && r.rt_data_len == want &&
+	      rt_check(r.rt_data_val, reply_len == ~0u ? seed : seed + 1, want);
+	if (place && st == RPC_SUCCESS) {
+		/* placed straight in the caller's buffer: the result points there */
+		*ok = *ok && r.rt_data_val == place;
+		r.rt_data_val = NULL;
+	}
+	free(a.data.rt_data_val);
+	xdr_free((xdrproc_t)xdr_rt_data, (char *)&r);
+	return st;
+}
+
+static void test_sizes(CLIENT *cl)
+{
+	static const uint32_t sizes[] = { 0, 1, 3, 1000, 4095, 4096, 4097, 100000,
+					  1u << 20, 4u << 20 };
+	unsigned i;
+	int ok;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		CHECK(echo(cl, 7 + i, sizes[i], ~0u, NULL, 0, &ok) == RPC_SUCCESS);
+		CHECK(ok);
+		CHECK(echo(cl, 70 + i, 16, sizes[i] < (1u << 20) ? sizes[i] : (1u << 20), NULL,
+			   0, &ok) == RPC_SUCCESS);
+		CHECK(ok);
+	}
+	printf("%s echo sizes: ok\n", mode);
+}
+
+/* DDP results land in the caller's buffer: no copy, the result points at it. */
+static void test_placement(CLIENT *cl)
+{
+	struct rpcrdma_eng_stats before, after;
+	uint32_t len = 16u << 20;
+	char *place = malloc(len);
+	int ok;
+
+	CHECK(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&before));
+	CHECK(echo(cl, 99, 64, len, place, len, &ok) == RPC_SUCCESS);
+	CHECK(ok);
+	CHECK(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&after));
+	CHECK(after.write_chunk_bytes - before.write_chunk_bytes == len);
+	CHECK(echo(cl, 98, len, 64, NULL, 0, &ok) == RPC_SUCCESS);   /* 16 MiB read chunk */
+	CHECK(ok);
+	free(place);
+	printf("%s ddp placement: ok\n", mode);
+}
+
+static void test_auth(CLIENT *cl, const char *t)
+{
+	rt_whoami_res w;
+	AUTH *none = cl->cl_auth;
+
+	memset(&w, 0, sizeof(w));
+	CHECK(rt_whoami_1(NULL, &w, cl) == RPC_SUCCESS);
+	CHECK(w.flavor == AUTH_NONE);
+	CHECK(w.caller_family == (strcmp(t, "rdma-shm") ? AF_INET : 0));
+	xdr_free((xdrproc_t)xdr_rt_whoami_res, (char *)&w);
+	cl->cl_auth = authunix_create("testhost", 1234, 5678, 0, NULL);
+	memset(&w, 0, sizeof(w));
+	CHECK(rt_whoami_1(NULL, &w, cl) == RPC_SUCCESS);
+	CHECK(w.flavor == AUTH_SYS && w.uid == 1234 && w.gid == 5678);
+	CHECK(w.machine && !strcmp(w.machine, "testhost"));
+	xdr_free((xdrproc_t)xdr_rt_whoami_res, (char *)&w);
+	auth_destroy(cl->cl_auth);
+	cl->cl_auth = none;
+	printf("%s auth: none and sys seen by the server\n", mode);
+}
+
+static enum clnt_stat raw_call(CLIENT *cl, rpcproc_t proc, int ms)
+{
+	return clnt_call(cl, proc, (xdrproc_t)(void (*)(void))xdr_void, NULL,
+			 (xdrproc_t)(void (*)(void))xdr_void, NULL, tv(ms));
+}
+
+static void test_errors(CLIENT *cl, const char *t, const char *host, unsigned port)
+{
+	CLIENT *other;
+	struct rpc_err e;
+	u_int ms = 1500;
+	struct timeval short_wait = tv(300);
+
+	CHECK(raw_call(cl, RT_NULL, 5000) == RPC_SUCCESS);
+	printf("%s success: %s\n", mode, clnt_sperrno(RPC_SUCCESS));
+	CHECK(raw_call(cl, RT_SYSERR, 5000) == RPC_SYSTEMERROR);
+	printf("%s syserr: %s\n", mode, clnt_sperrno(RPC_SYSTEMERROR));
+	CHECK(raw_call(cl, RT_GARBAGE, 5000) == RPC_CANTDECODEARGS);
+	printf("%s garbage: %s\n", mode, clnt_sperrno(RPC_CANTDECODEARGS));
+	CHECK(raw_call(cl, 99, 5000) == RPC_PROCUNAVAIL);
+	printf("%s proc: %s\n", mode, clnt_sperrno(RPC_PROCUNAVAIL));
+	other = make(t, host, port, RT_PROG, 7, 0);
+	CHECK(other != NULL);
+	if (other) {
+		CHECK(raw_call(other, RT_NULL, 5000) == RPC_PROGVERSMISMATCH);
+		clnt_geterr(other, &e);
+		CHECK(e.re_vers.low == 1 && e.re_vers.high == 1);
+		printf("%s vers: %s\n", mode, clnt_sperror(other, "v7"));
+		clnt_destroy(other);
+	}
+	other = make(t, host, port, RT_PROG + 1, 1, 0);
+	CHECK(other != NULL);
+	if (other) {
+		CHECK(raw_call(other, RT_NULL, 5000) == RPC_PROGUNAVAIL);
+		printf("%s prog: %s\n", mode, clnt_sperrno(RPC_PROGUNAVAIL));
+		clnt_destroy(other);
+	}
+	/* a timeout, and the connection is fine afterwards */
+	clnt_control(cl, CLSET_TIMEOUT, (char *)&short_wait);
+	CHECK(clnt_call(cl, RT_SLEEP, (xdrproc_t)xdr_u_int, (char *)&ms,
+			(xdrproc_t)(void (*)(void))xdr_void, NULL, tv(300)) == RPC_TIMEDOUT);
+	CHECK(raw_call(cl, RT_NOREPLY, 300) == RPC_TIMEDOUT);
+	short_wait = tv(25000);
+	clnt_control(cl, CLSET_TIMEOUT, (char *)&short_wait);
+	CHECK(raw_call(cl, RT_NULL, 5000) == RPC_SUCCESS);
+	printf("%s timeout: %s\n", mode, clnt_sperrno(RPC_TIMEDOUT));
+}
+
+struct thr {
+	CLIENT *cl;
+	int id, bad;
+};
+
+static void *hammer(void *arg)
+{
+	struct thr *t = arg;
+	int i, ok;
+
+	for (i = 0; i < 1000; i++) {
+		uint32_t len = (uint32_t)((t->id * 7919 + i * 104729) % 3000);
+
+		if (echo(t->cl, (uint32_t)(t->id * 100000 + i), len, ~0u, NULL, 0, &ok) !=
+		    RPC_SUCCESS || !ok)
+			t->bad++;
+	}
+	return NULL;
+}
+
+static void test_threads(CLIENT *cl)
+{
+	pthread_t th[8];
+	struct thr t[8];
+	int i, bad = 0;
+
+	for (i = 0; i < 8; i++) {
+		t[i].cl = cl;
+		t[i].id = i;
+		t[i].bad = 0;
+		pthread_create(&th[i], NULL, hammer, &t[i]);
+	}
+	for (i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		bad += t[i].bad;
+	}
+	CHECK(bad == 0);
+	printf("%s 8 threads x 1000 calls: %d bad\n", mode, bad);
+}
+
+struct acall {
+	rt_echo_args a;
+	rt_data r;
+	int done, ok;
+};
+
+static void async_done(void *ctx, enum clnt_stat st)
+{
+	struct acall *c = ctx;
+
+	c->done = 1;
+	c->ok = st == RPC_SUCCESS && c->r.rt_data_len == c->a.data.rt_data_len &&
+		rt_check(c->r.rt_data_val, c->a.seed, c->r.rt_data_len);
+}
+
+static void test_async(CLIENT *cl)
+{
+	enum { N = 64 };
+	struct acall *c = calloc(N, sizeof(*c));
+	int i, ok = 0, started = 0;
+
+	for (i = 0; i < N; i++) {
+		c[i].a.seed = 5000u + (uint32_t)i;
+		c[i].a.reply_len = ~0u;
+		c[i].a.data.rt_data_len = (uint32_t)(i * 997 % 20000);
+		c[i].a.data.rt_data_val = malloc(c[i].a.data.rt_data_len + 1);
+		rt_fill(c[i].a.data.rt_data_val, c[i].a.seed, c[i].a.data.rt_data_len);
+		started += rpcrdma_clnt_call_async(cl, RT_ECHO, (xdrproc_t)xdr_rt_echo_args,
+						   &c[i].a, (xdrproc_t)xdr_rt_data, &c[i].r,
+						   async_done, &c[i]) == 0;
+	}
+	CHECK(started == N);
+	CHECK(rpcrdma_clnt_progress(cl, 20000) == 0);
+	for (i = 0; i < N; i++) {
+		ok += c[i].done && c[i].ok;
+		free(c[i].a.data.rt_data_val);
+		xdr_free((xdrproc_t)xdr_rt_data, (char *)&c[i].r);
+	}
+	CHECK(ok == N);
+	free(c);
+	printf("%s async: %d calls in flight from one thread\n", mode, N);
+}
+
+static void test_ccp(const char *t, const char *host, unsigned port)
+{
+	struct rpcrdma_ccp_res r;
+	CLIENT *cl = make(t, host, port, RT_PROG, RT_V1, 1);
+
+	CHECK(cl != NULL);
+	if (!cl)
+		return;
+	if (!strcmp(t, "rdma-tcp")) {
+		CHECK(clnt_control(cl, RPCRDMA_CLGET_CCP, (char *)&r));
+		CHECK(r.maxcall_sendsize == 4096);
+	} else {
+		/* this listener does not answer CONF_RDMA: defaults stay */
+		CHECK(!clnt_control(cl, RPCRDMA_CLGET_CCP, (char *)&r));
+	}
+	CHECK(raw_call(cl, RT_NULL, 5000) == RPC_SUCCESS);
+	clnt_destroy(cl);
+}
+
+/* No binding: a long call (RDMA_NOMSG) and a long reply (reply chunk) still work. */
+static void test_long_without_binding(CLIENT *cl)
+{
+	struct rpcrdma_eng_stats st;
+	int ok;
+
+	CHECK(echo(cl, 11, 512u << 10, ~0u, NULL, 0, &ok) == RPC_SUCCESS);
+	CHECK(ok);
+	CHECK(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&st));
+	CHECK(st.long_calls >= 1 && st.long_replies >= 1);
+	CHECK(st.write_chunks == 0);
+	printf("%s long call and reply without binding: ok\n", mode);
+}
+
+int main(int argc, char **argv)
+{
+	const char *t, *host, *flag;
+	unsigned port;
+	CLIENT *cl;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: rt_client rdma-tcp|rdma-shm|tcp HOST PORT [flag]\n");
+		return 2;
+	}
+	t = argv[1];
+	host = argv[2];
+	port = (unsigned)atoi(argv[3]);
+	flag = argc > 4 ? argv[4] : "";
+	mode = t;
+	if (strcmp(flag, "nobinding"))
+		rpcrdma_ulb_register(&rt_ulb);
+	cl = make(t, host, port, RT_PROG, RT_V1, 0);
+	if (!strcmp(flag, "gone")) {
+		/* connected, then the server goes away (the script kills it when we say ready
+		 * and tells us on stdin): the next call fails as over TCP */
+		char line[16];
+		enum clnt_stat st;
+
+		CHECK(cl && raw_call(cl, RT_NULL, 5000) == RPC_SUCCESS);
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			line[0] = 0;
+		st = cl ? raw_call(cl, RT_NULL, 3000) : RPC_FAILED;
+		CHECK(st == RPC_CANTRECV || st == RPC_CANTSEND);
+		printf("%s server gone: %s\n", mode, clnt_sperrno(st));
+		CHECK(raw_call(cl, RT_NULL, 3000) == RPC_CANTSEND);   /* and stays gone */
+		if (cl)
+			clnt_destroy(cl);
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed != 0;
+	}
+	if (!cl) {
+		clnt_pcreateerror("rt_client");
+		return 1;
+	}
+	if (!strcmp(flag, "nobinding")) {
+		if (is_rdma(t))
+			test_long_without_binding(cl);
+	} else {
+		test_sizes(cl);
+		if (is_rdma(t))
+			test_placement(cl);
+		test_auth(cl, t);
+		test_errors(cl, t, host, port);
+		test_threads(cl);
+		if (is_rdma(t)) {
+			test_async(cl);
+			test_ccp(t, host, port);
+		}
+	}
+	clnt_destroy(cl);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}

@@ -1,0 +1,141 @@
+/* The RPC layer's test server: RT_PROG over RDMA (libfabric tcp with CONF_RDMA answered,
+ * shm without) and over plain TCP, dispatched by svc_run() or by rpcrdma_svc_run() workers.
+ * Usage: rt_server svc_run|workers [nobinding]. Prints "listening RDMA_TCP SHM TCP". */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt_common.h"
+
+void rt_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
+
+bool_t rt_null_1_svc(void *argp, void *result, struct svc_req *rq)
+{
+	(void)argp;
+	(void)result;
+	(void)rq;
+	return TRUE;
+}
+
+/* The argument must be the seed's pattern; the result is the data back, or reply_len
+ * bytes of pattern seed + 1. */
+bool_t rt_echo_1_svc(rt_echo_args *a, rt_data *res, struct svc_req *rq)
+{
+	if (!rt_check(a->data.rt_data_val, a->seed, a->data.rt_data_len)) {
+		svcerr_systemerr(rq->rq_xprt);
+		return FALSE;
+	}
+	if (a->reply_len == ~0u) {
+		res->rt_data_len = a->data.rt_data_len;
+		res->rt_data_val = malloc(res->rt_data_len + 1);
+		memcpy(res->rt_data_val, a->data.rt_data_val, res->rt_data_len);
+	} else {
+		res->rt_data_len = a->reply_len;
+		res->rt_data_val = malloc(a->reply_len + 1);
+		rt_fill(res->rt_data_val, a->seed + 1, a->reply_len);
+	}
+	return TRUE;
+}
+
+bool_t rt_whoami_1_svc(void *argp, rt_whoami_res *res, struct svc_req *rq)
+{
+	struct netbuf *nb = svc_getrpccaller(rq->rq_xprt);
+
+	(void)argp;
+	memset(res, 0, sizeof(*res));
+	res->flavor = (int)rq->rq_cred.oa_flavor;
+	res->machine = strdup("");
+	if (rq->rq_cred.oa_flavor == AUTH_SYS) {
+		struct authunix_parms *p = (struct authunix_parms *)rq->rq_clntcred;
+
+		res->uid = p->aup_uid;
+		res->gid = p->aup_gid;
+		free(res->machine);
+		res->machine = strdup(p->aup_machname);
+	}
+	res->caller_family = nb && nb->len ? ((struct sockaddr *)nb->buf)->sa_family : 0;
+	return TRUE;
+}
+
+bool_t rt_syserr_1_svc(void *argp, void *result, struct svc_req *rq)
+{
+	(void)argp;
+	(void)result;
+	svcerr_systemerr(rq->rq_xprt);
+	return FALSE;
+}
+
+bool_t rt_garbage_1_svc(rt_echo_args *a, void *result, struct svc_req *rq)
+{
+	(void)a;
+	(void)result;
+	(void)rq;
+	return TRUE;
+}
+
+bool_t rt_sleep_1_svc(u_int *ms, void *result, struct svc_req *rq)
+{
+	struct timespec ts = { *ms / 1000, (long)(*ms % 1000) * 1000000 };
+
+	(void)result;
+	(void)rq;
+	nanosleep(&ts, NULL);
+	return TRUE;
+}
+
+bool_t rt_noreply_1_svc(void *argp, void *result, struct svc_req *rq)
+{
+	(void)argp;
+	(void)result;
+	(void)rq;
+	return FALSE;
+}
+
+int rt_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xdr_result, caddr_t result)
+{
+	(void)transp;
+	xdr_free(xdr_result, result);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct rpcrdma_svc_opts o;
+	SVCXPRT *rt, *rs, *tcp;
+	int workers = argc > 1 && !strcmp(argv[1], "workers");
+
+	if (!(argc > 2 && !strcmp(argv[2], "nobinding")))
+		rpcrdma_ulb_register(&rt_ulb);
+	memset(&o, 0, sizeof(o));
+	o.port = (uint16_t)RPCRDMA_PORT_ANY;
+	o.host = "127.0.0.1";
+	rt = svc_rdma_create(&o);
+	o.provider = "shm";
+	o.no_ccp = 1;
+	rs = svc_rdma_create(&o);
+	tcp = svctcp_create(RPC_ANYSOCK, 0, 0);
+	if (!rt || !rs || !tcp) {
+		fprintf(stderr, "cannot create transports (%p %p %p)\n", (void *)rt, (void *)rs,
+			(void *)tcp);
+		return 1;
+	}
+	if (!svc_register(rt, RT_PROG, RT_V1, rt_prog_1, 0) ||
+	    !svc_register(rs, RT_PROG, RT_V1, rt_prog_1, 0) ||
+	    !svc_register(tcp, RT_PROG, RT_V1, rt_prog_1, 0)) {
+		fprintf(stderr, "svc_register failed\n");
+		return 1;
+	}
+	printf("listening %u %u %u\n", svc_rdma_port(rt), svc_rdma_port(rs), tcp->xp_port);
+	fflush(stdout);
+	if (workers) {
+		/* RDMA requests by 4 workers, TCP by svc_run in another thread is not needed
+		 * here: the TCP checks run against the svc_run server */
+		rpcrdma_svc_run(4);
+	} else {
+		svc_run();
+	}
+	return 0;
+}
