@@ -81,6 +81,8 @@ static enum clnt_stat echo(CLIENT *cl, uint32_t seed, uint32_t len, uint32_t rep
 		clnt_control(cl, RPCRDMA_CLSET_DDP_BUFS, (char *)&bufs);
 	}
 	st = rt_echo_1(&a, &r, cl);
+	if (st != RPC_SUCCESS)
+		fprintf(stderr, "echo %u/%u: %s\n", len, reply_len, clnt_sperror(cl, "echo"));
 	*ok = st == RPC_SUCCESS && r.rt_data_len == want &&
 	      rt_check(r.rt_data_val, reply_len == ~0u ? seed : seed + 1, want);
 	if (place && st == RPC_SUCCESS) {

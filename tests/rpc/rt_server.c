@@ -31,7 +31,8 @@ bool_t rt_echo_1_svc(rt_echo_args *a, rt_data *res, struct svc_req *rq)
 	if (a->reply_len == ~0u) {
 		res->rt_data_len = a->data.rt_data_len;
 		res->rt_data_val = malloc(res->rt_data_len + 1);
-		memcpy(res->rt_data_val, a->data.rt_data_val, res->rt_data_len);
+		if (res->rt_data_len)
+			memcpy(res->rt_data_val, a->data.rt_data_val, res->rt_data_len);
 	} else {
 		res->rt_data_len = a->reply_len;
 		res->rt_data_val = malloc(a->reply_len + 1);
