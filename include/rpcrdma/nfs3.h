@@ -1,0 +1,24 @@
+/* librpcrdma — the NFS version 3 upper-layer binding of RFC 8267 (library rpcrdma_nfs3).
+ *
+ * DDP-eligible, as RFC 8267 §4 lists them for NFS versions 2 and 3: the data of WRITE
+ * (argument, a read chunk), the data of READ (result, a write chunk of the READ's count),
+ * the path of SYMLINK (argument) and the path of READLINK (result). Register it once per
+ * process, on clients and servers alike; the NFSv3 XDR is the one generated from
+ * rpc/nfs3/nfs3_prot.x (RFC 1813). */
+#ifndef RPCRDMA_NFS3_H
+#define RPCRDMA_NFS3_H
+
+#include "rpc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RPCRDMA_NFS3_MAXPATHLEN 4096u
+
+const struct rpcrdma_ulb *rpcrdma_ulb_nfs3(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

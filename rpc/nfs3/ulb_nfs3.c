@@ -1,0 +1,71 @@
+/* The NFSv3 binding (RFC 8267 §4): the XDR routines of READ, WRITE, READLINK and SYMLINK
+ * with their bulk items through xdr_rdma_ddp_bytes()/_string(), everything else through
+ * the generated routines. On a stream that is not RPC-over-RDMA they are exactly the
+ * generated ones. */
+#include "rpcrdma/nfs3.h"
+
+#include "nfs3_prot.h"
+
+static bool_t xdr_READ3res_ddp(XDR *x, READ3res *r)
+{
+	READ3resok *ok = &r->READ3res_u.resok;
+
+	if (!xdr_nfsstat3(x, &r->status))
+		return FALSE;
+	if (r->status != NFS3_OK)
+		return xdr_READ3resfail(x, &r->READ3res_u.resfail);
+	return xdr_post_op_attr(x, &ok->file_attributes) && xdr_count3(x, &ok->count) &&
+	       xdr_bool(x, &ok->eof) &&
+	       xdr_rdma_ddp_bytes(x, &ok->data.data_val, &ok->data.data_len, ~0u);
+}
+
+static bool_t xdr_WRITE3args_ddp(XDR *x, WRITE3args *a)
+{
+	return xdr_nfs_fh3(x, &a->file) && xdr_offset3(x, &a->offset) &&
+	       xdr_count3(x, &a->count) && xdr_stable_how(x, &a->stable) &&
+	       xdr_rdma_ddp_bytes(x, &a->data.data_val, &a->data.data_len, ~0u);
+}
+
+static bool_t xdr_READLINK3res_ddp(XDR *x, READLINK3res *r)
+{
+	READLINK3resok *ok = &r->READLINK3res_u.resok;
+
+	if (!xdr_nfsstat3(x, &r->status))
+		return FALSE;
+	if (r->status != NFS3_OK)
+		return xdr_READLINK3resfail(x, &r->READLINK3res_u.resfail);
+	return xdr_post_op_attr(x, &ok->symlink_attributes) &&
+	       xdr_rdma_ddp_string(x, &ok->data, RPCRDMA_NFS3_MAXPATHLEN);
+}
+
+static bool_t xdr_SYMLINK3args_ddp(XDR *x, SYMLINK3args *a)
+{
+	return xdr_diropargs3(x, &a->where) && xdr_sattr3(x, &a->symlink.symlink_attributes) &&
+	       xdr_rdma_ddp_string(x, &a->symlink.symlink_data, RPCRDMA_NFS3_MAXPATHLEN);
+}
+
+/* A READ's data needs a write chunk of its count. */
+static uint32_t read_size(const void *args)
+{
+	return ((const READ3args *)args)->count;
+}
+
+static uint32_t path_size(const void *args)
+{
+	(void)args;
+	return RPCRDMA_NFS3_MAXPATHLEN;
+}
+
+static const struct rpcrdma_ulb_proc nfs3_procs[] = {
+	{ NFSPROC3_READ, NULL, (xdrproc_t)xdr_READ3res_ddp, 0, 1, 0, read_size },
+	{ NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args_ddp, NULL, 0, 0, 0, NULL },
+	{ NFSPROC3_READLINK, NULL, (xdrproc_t)xdr_READLINK3res_ddp, 0, 1, 0, path_size },
+	{ NFSPROC3_SYMLINK, (xdrproc_t)xdr_SYMLINK3args_ddp, NULL, 0, 0, 0, NULL },
+};
+
+static const struct rpcrdma_ulb nfs3 = { NFS_PROGRAM, NFS_V3, nfs3_procs, 4 };
+
+const struct rpcrdma_ulb *rpcrdma_ulb_nfs3(void)
+{
+	return &nfs3;
+}
