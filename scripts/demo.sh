@@ -28,3 +28,6 @@ echo
 echo "== the transport engine: two processes over libfabric tcp, 72 echo calls (0 B .. 16 MiB,"
 echo "   inline / read chunk / write chunk / reply chunk / long call), 32 in flight"
 bash tests/test_engine_e2e.sh build/engine_peer tcp 1024
+echo
+echo "== an unmodified rpcgen program (examples/blockstore) over TCP, RDMA/tcp and RDMA/shm"
+bash examples/blockstore/test_blockstore.sh build
