@@ -358,14 +358,20 @@ static enum xprt_stat conn_stat(SVCXPRT *xprt)
 	return st;
 }
 
+/* The arguments' XDR routine: the binding's for this procedure, else the caller's. */
+static xdrproc_t args_proc(const struct sconn *c, xdrproc_t xargs)
+{
+	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(c->prog, c->vers, c->proc);
+
+	return b && b->xargs ? b->xargs : xargs;
+}
+
 static bool_t conn_getargs(SVCXPRT *xprt, xdrproc_t xargs, void *args)
 {
 	struct sconn *c = conn_of(xprt);
-	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(c->prog, c->vers, c->proc);
 	bool_t ok;
 
-	if (b && b->xargs)
-		xargs = b->xargs;
+	xargs = args_proc(c, xargs);
 	rpcrdma__xdr_enter(&c->dec);
 	if (SVC_XP_AUTH(xprt).svc_ah_ops)
 		ok = SVCAUTH_UNWRAP(&SVC_XP_AUTH(xprt), &c->dec.x, xargs, args);
@@ -388,13 +394,11 @@ static bool_t conn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 
 static bool_t conn_freeargs(SVCXPRT *xprt, xdrproc_t xargs, void *args)
 {
-	struct sconn *c = conn_of(xprt);
-	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(c->prog, c->vers, c->proc);
 	XDR x;
 
 	memset(&x, 0, sizeof(x));
 	x.x_op = XDR_FREE;
-	return (b && b->xargs ? b->xargs : xargs)(&x, args);
+	return args_proc(conn_of(xprt), xargs)(&x, args);
 }
 
 /* Called by svc_getreq_common() once the connection died: the progress thread releases
