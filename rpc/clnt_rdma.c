@@ -17,6 +17,7 @@
 #define DEF_CONNECT_MS 10000
 #define DEF_TIMEOUT_MS 25000
 #define WAIT_SLICE_MS 1
+#define SPIN_POLLS 20000
 
 struct rdma_clnt;
 
@@ -54,12 +55,15 @@ struct rdma_clnt {
 	size_t addrlen;
 	struct netbuf svcaddr;
 	int async_pending;
+	unsigned idle;               /* empty polls in a row */
 	int dead;
 	int ccp_done;
 	struct rpcrdma_ccp_res ccp;
 };
 
-static __thread struct rpcrdma_ddp_bufs *next_bufs;
+/* RPCRDMA_CLSET_DDP_BUFS, copied, for this thread's next call */
+static __thread struct rpcrdma_ddp_bufs next_bufs_copy;
+static __thread int next_bufs_set;
 
 /* ---- progress ---- */
 
@@ -74,7 +78,11 @@ static void drive(struct rdma_clnt *ct, int wait_ms)
 	for (i = 0; i < n; i++)
 		rpcrdma_eng_on_cqe(ct->eng, &c[i], rpcrdma__rpc_now());
 	rpcrdma_eng_tick(ct->eng, rpcrdma__rpc_now());
-	if (n == 0 && wait_ms && !ct->dead)
+	if (n)
+		ct->idle = 0;
+	/* an RDMA operation targeting us moves only while we poll: keep polling a while
+	 * before sleeping in the provider's wait */
+	else if (wait_ms && !ct->dead && ++ct->idle > SPIN_POLLS)
 		rpcrdma_ep_wait(ct->ep, wait_ms);
 }
 
@@ -104,14 +112,16 @@ static void offer_results(struct ccall *call, const struct rpcrdma_ulb_proc *b,
 {
 	uint32_t i, size = b ? b->res_ddp_max : 0;
 
-	if (next_bufs) {
-		for (i = 0; i < next_bufs->n && i < RPCRDMA_DEF_LIST_CHUNKS; i++) {
-			call->res[i].data = next_bufs->buf[i].data;
-			call->res[i].cap = next_bufs->buf[i].cap;
+	if (next_bufs_set) {
+		const struct rpcrdma_ddp_bufs *nb = &next_bufs_copy;
+
+		for (i = 0; i < nb->n && i < RPCRDMA_DEF_LIST_CHUNKS; i++) {
+			call->res[i].data = nb->buf[i].data;
+			call->res[i].cap = nb->buf[i].cap;
 			call->res_caller[i] = 1;
 		}
 		call->nres = i;
-		next_bufs = NULL;
+		next_bufs_set = 0;
 	} else if (b && b->nres_ddp) {
 		if (b->res_ddp_size)
 			size = b->res_ddp_size(args);
@@ -472,7 +482,8 @@ static bool_t rdma_control(CLIENT *cl, u_int req, void *info)
 	pthread_mutex_lock(&ct->lock);
 	switch (req) {
 	case RPCRDMA_CLSET_DDP_BUFS:
-		next_bufs = info;
+		next_bufs_copy = *(const struct rpcrdma_ddp_bufs *)info;
+		next_bufs_set = 1;
 		break;
 	case RPCRDMA_CLGET_STATS:
 		rpcrdma_eng_stats(ct->eng, info);

@@ -44,12 +44,25 @@ struct sconn {
 	rpcvers_t vers;
 	rpcproc_t proc;
 	int dead, destroyed, busy;
+	int owned;                       /* a thread is between xp_recv and xp_stat */
+	pthread_t owner;
 	struct sockaddr_storage peer;
+};
+
+/* Reply buffers kept for reuse: fresh memory costs a page fault per page on first touch,
+ * which on a virtual machine costs more than copying the page (measured: 1 MiB replies
+ * 4 ms instead of 0.4 ms). */
+#define CACHE_BUFS 16
+struct bufcache {
+	void *p[CACHE_BUFS];
+	size_t cap[CACHE_BUFS];
+	int n;
 };
 
 struct srv {
 	SVCXPRT xprt;
 	SVCXPRT_EXT ext;
+	struct bufcache cache;           /* under lock */
 	struct rpcrdma_svc_opts opts;
 	struct rpcrdma_prov *p;
 	struct rpcrdma_listener *l;
@@ -115,7 +128,60 @@ struct reply_ctx {
 	struct rpcrdma_reply_args a;
 	struct rpcrdma_ddp_item items[RPCRDMA_DEF_LIST_CHUNKS];
 	uint8_t *flat;
+	size_t cap;
+	struct srv *srv;
 };
+
+/* The smallest cached buffer of at least len bytes, or a new one. */
+static void *buf_get(struct bufcache *c, size_t len, size_t *cap)
+{
+	int i, best = -1;
+	void *p;
+
+	for (i = 0; i < c->n; i++)
+		if (c->cap[i] >= len && (best < 0 || c->cap[i] < c->cap[best]))
+			best = i;
+	if (best < 0) {
+		*cap = len ? len : 1;
+		return malloc(*cap);
+	}
+	p = c->p[best];
+	*cap = c->cap[best];
+	c->n--;
+	c->p[best] = c->p[c->n];
+	c->cap[best] = c->cap[c->n];
+	return p;
+}
+
+/* Keep it, or, when the cache is full, drop the smallest of the two. */
+static void buf_put(struct bufcache *c, void *p, size_t cap)
+{
+	int i, small = 0;
+
+	if (!p)
+		return;
+	if (c->n < CACHE_BUFS) {
+		c->p[c->n] = p;
+		c->cap[c->n++] = cap;
+		return;
+	}
+	for (i = 1; i < c->n; i++)
+		if (c->cap[i] < c->cap[small])
+			small = i;
+	if (c->cap[small] < cap) {
+		free(c->p[small]);
+		c->p[small] = p;
+		c->cap[small] = cap;
+	} else {
+		free(p);
+	}
+}
+
+static void cache_free(struct bufcache *c)
+{
+	while (c->n)
+		free(c->p[--c->n]);
+}
 
 static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
 {
@@ -124,7 +190,7 @@ static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
 	(void)ctx;
 	(void)status;
 	if (x) {
-		free(x->flat);
+		buf_put(&x->srv->cache, x->flat, x->cap);
 		free(x);
 	}
 }
@@ -142,7 +208,7 @@ static void on_fatal(void *ctx, int reason)
 
 /* The reply as one buffer the engine owns until reply_done: the stream, then each DDP
  * item (the dispatcher's memory may be freed as soon as svc_sendreply() returns). */
-static struct reply_ctx *own_reply(const struct rpcrdma__xdr *enc)
+static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma__xdr *enc)
 {
 	struct reply_ctx *x = calloc(1, sizeof(*x));
 	uint32_t pos = XDR_GETPOS((XDR *)&enc->x), i;
@@ -150,10 +216,11 @@ static struct reply_ctx *own_reply(const struct rpcrdma__xdr *enc)
 
 	for (i = 0; i < enc->nitems; i++)
 		total += enc->items[i].len;
-	if (!x || !(x->flat = malloc(total ? total : 1))) {
+	if (!x || !(x->flat = buf_get(&s->cache, total, &x->cap))) {
 		free(x);
 		return NULL;
 	}
+	x->srv = s;
 	memcpy(x->flat, enc->buf, pos);
 	at = pos;
 	for (i = 0; i < enc->nitems; i++) {
@@ -188,6 +255,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	void *where = NULL;
 	struct reply_ctx *x;
 	u_int cap = 256 + 2 * MAX_AUTH_BYTES;
+	size_t bcap;
 	uint8_t *buf;
 	bool_t ok;
 	int rc;
@@ -204,7 +272,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 		msg->acpted_rply.ar_results.proc = RPCRDMA_XDR_VOID;
 		cap += (u_int)xdr_sizeof(xres, where);
 	}
-	buf = malloc(cap);
+	buf = buf_get(&c->srv->cache, cap, &bcap);
 	if (!buf) {
 		rpcrdma_eng_req_drop(c->eng, er);
 		return FALSE;
@@ -215,8 +283,8 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	rpcrdma__xdr_leave();
 	if (saved)
 		msg->acpted_rply.ar_results.proc = saved;
-	x = ok ? own_reply(&enc) : NULL;
-	free(buf);
+	x = ok ? own_reply(c->srv, &enc) : NULL;
+	buf_put(&c->srv->cache, buf, bcap);
 	if (!x) {
 		rpcrdma_eng_req_drop(c->eng, er);
 		return FALSE;
@@ -334,11 +402,21 @@ static bool_t conn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 	bool_t got = FALSE;
 
 	pthread_mutex_lock(&c->srv->lock);
+	/* svc_run() and rpcrdma_svc_run() may both look at this connection: one thread
+	 * dispatches it at a time, its requests in order */
+	if (c->owned && !pthread_equal(c->owner, pthread_self())) {
+		pthread_mutex_unlock(&c->srv->lock);
+		return FALSE;
+	}
+	c->owned = 1;
+	c->owner = pthread_self();
 	drop_cur(c);
 	if (c->dead)
 		drop_all(c);
 	while (!got && (er = pop_ready(c)) != NULL)
 		got = take_call(c, er, msg);
+	if (!got)
+		c->owned = 0;
 	pthread_mutex_unlock(&c->srv->lock);
 	return got;
 }
@@ -349,7 +427,12 @@ static enum xprt_stat conn_stat(SVCXPRT *xprt)
 	enum xprt_stat st;
 
 	pthread_mutex_lock(&c->srv->lock);
+	if (c->owned && !pthread_equal(c->owner, pthread_self())) {
+		pthread_mutex_unlock(&c->srv->lock);
+		return XPRT_IDLE;      /* another thread is dispatching it */
+	}
 	drop_cur(c);
+	c->owned = 0;
 	if (c->dead && !c->head)
 		st = XPRT_DIED;
 	else
@@ -646,6 +729,7 @@ static void lst_destroy(SVCXPRT *xprt)
 	}
 	rpcrdma_listener_close(s->l);
 	rpcrdma_prov_close(s->p);
+	cache_free(&s->cache);
 	close(xprt->xp_fd);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -720,6 +804,29 @@ out_free:
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return NULL;
+}
+
+int rpcrdma_svc_stats(SVCXPRT *listener, rpcrdma_svc_stats_fn fn, void *ctx)
+{
+	struct srv *s;
+	struct sconn *c;
+	struct rpcrdma_eng_stats st;
+	int n = 0;
+
+	if (!listener || listener->xp_ops != &lst_ops)
+		return -RPCRDMA_ERR_INVAL;
+	s = (struct srv *)listener->xp_p1;
+	pthread_mutex_lock(&s->lock);
+	for (c = s->conns; c; c = c->next) {
+		if (c->destroyed)
+			continue;
+		rpcrdma_eng_stats(c->eng, &st);
+		if (fn)
+			fn(ctx, c->xprt.xp_rtaddr.len ? (const struct sockaddr *)&c->peer : NULL, &st);
+		n++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 uint16_t svc_rdma_port(SVCXPRT *listener)

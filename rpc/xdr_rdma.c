@@ -232,14 +232,22 @@ uint64_t rpcrdma__rpc_now(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Idle rounds are counted in time: yielding for the first 200 ms of quiet (a peer in
+ * the middle of an exchange gets answered at once), then 50 us naps, and 1 ms naps only
+ * after a second of silence. */
 void rpcrdma__idle_backoff(unsigned *idle)
 {
+	static __thread uint64_t quiet_since;
 	struct timespec ts = { 0, 0 };
+	uint64_t now = rpcrdma__rpc_now(), quiet;
 
-	if (++*idle < 2000) {
+	if ((*idle)++ == 0)
+		quiet_since = now;
+	quiet = now - quiet_since;
+	if (quiet < 200) {
 		sched_yield();
 		return;
 	}
-	ts.tv_nsec = *idle < 4000 ? 20000 : 1000000;
+	ts.tv_nsec = quiet < 1000 ? 50000 : 1000000;
 	nanosleep(&ts, NULL);
 }

@@ -12,6 +12,9 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 int cmd_decode(int argc, char **argv);
 int cmd_encode(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_ping(int argc, char **argv);
+int cmd_perf(int argc, char **argv);
 
 /* Hex: whitespace, ':' and a leading "0x" are ignored. Returns bytes or -1. */
 long hex_parse(const char *s, unsigned char *out, size_t cap);

@@ -13,6 +13,9 @@ static const struct subcommand subcommands[] = {
 	{ "decode", cmd_decode, "decode RPC-over-RDMA messages from hex" },
 	{ "encode", cmd_encode, "encode RPC-over-RDMA messages from JSON" },
 	{ "info", cmd_info, "list the RDMA providers usable here" },
+	{ "serve", cmd_serve, "serve the built-in test program over RPC-over-RDMA" },
+	{ "ping", cmd_ping, "NULL RPC round trips to a serve" },
+	{ "perf", cmd_perf, "calls/s, MB/s and latency, against ONC RPC/TCP with --compare" },
 };
 
 static void usage(FILE *f)

@@ -32,12 +32,13 @@ struct rpcrdma_clnt_opts {
 
 /* A CLIENT * for prog/vers at host (a name or address, IPv4 or IPv6) over RDMA. NULL
  * opts: defaults. On failure NULL, with rpc_createerr set (clnt_pcreateerror() works). */
-CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
+RPCRDMA_API CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 			 const struct rpcrdma_clnt_opts *opts);
 
 /* clnt_control() requests of our own (besides CLSET/CLGET_TIMEOUT, CLGET/CLSET_XID,
  * CLGET/CLSET_VERS, CLGET/CLSET_PROG, CLGET_SERVER_ADDR, CLGET_SVC_ADDR, CLGET_FD). */
-#define RPCRDMA_CLSET_DDP_BUFS 0x7201  /* struct rpcrdma_ddp_bufs *: this thread's next call */
+#define RPCRDMA_CLSET_DDP_BUFS 0x7201  /* struct rpcrdma_ddp_bufs * (copied): the next call
+					  this thread makes */
 #define RPCRDMA_CLGET_STATS    0x7202  /* struct rpcrdma_eng_stats * */
 #define RPCRDMA_CLGET_CCP      0x7203  /* struct rpcrdma_ccp_res *: what CONF_RDMA gave */
 
@@ -56,10 +57,10 @@ struct rpcrdma_ddp_bufs {
  * rpcrdma_clnt_progress() (or another call's wait) with the call's status; args must stay
  * valid until then; results are decoded into res before done runs. */
 typedef void (*rpcrdma_clnt_cb)(void *ctx, enum clnt_stat stat);
-int rpcrdma_clnt_call_async(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *args,
+RPCRDMA_API int rpcrdma_clnt_call_async(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *args,
 			    xdrproc_t xres, void *res, rpcrdma_clnt_cb done, void *ctx);
 /* Drive progress for up to timeout_ms (0: poll once); returns calls still pending. */
-int rpcrdma_clnt_progress(CLIENT *cl, int timeout_ms);
+RPCRDMA_API int rpcrdma_clnt_progress(CLIENT *cl, int timeout_ms);
 
 /* ---- server ---- */
 
@@ -80,14 +81,19 @@ struct rpcrdma_svc_opts {
 /* A listening SVCXPRT *. Its progress thread accepts connections and moves data; each
  * connection is an SVCXPRT * whose xp_fd (an eventfd) becomes readable when a request
  * is ready, so svc_run() dispatches it. Or run rpcrdma_svc_run(). NULL on failure. */
-SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts);
+RPCRDMA_API SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts);
+/* Each open connection of the listener: its peer's address (NULL where the provider has
+ * none) and its engine's statistics. Returns the number of connections. */
+typedef void (*rpcrdma_svc_stats_fn)(void *ctx, const struct sockaddr *peer,
+				     const struct rpcrdma_eng_stats *st);
+RPCRDMA_API int rpcrdma_svc_stats(SVCXPRT *listener, rpcrdma_svc_stats_fn fn, void *ctx);
 /* The port the listener got. */
-uint16_t svc_rdma_port(SVCXPRT *listener);
+RPCRDMA_API uint16_t svc_rdma_port(SVCXPRT *listener);
 /* Dispatch requests of every RDMA connection with nthreads worker threads (<= 1: this
  * thread) until rpcrdma_svc_exit(). Requests of one connection are dispatched in order,
  * one at a time; different connections in parallel. */
-int rpcrdma_svc_run(int nthreads);
-void rpcrdma_svc_exit(void);
+RPCRDMA_API int rpcrdma_svc_run(int nthreads);
+RPCRDMA_API void rpcrdma_svc_exit(void);
 
 /* ---- DDP and upper-layer bindings (RFC 5666 §3.4, RFC 8267) ---- */
 
@@ -95,9 +101,9 @@ void rpcrdma_svc_exit(void);
  * the item's data travels in a read chunk (argument) or write chunk (result); on any other
  * XDR stream it is exactly xdr_bytes(). Decoding a result the server placed in a caller
  * buffer (RPCRDMA_CLSET_DDP_BUFS) sets *sp to that buffer when *sp is NULL, with no copy. */
-bool_t xdr_rdma_ddp_bytes(XDR *xdrs, char **sp, u_int *sizep, u_int maxsize);
+RPCRDMA_API bool_t xdr_rdma_ddp_bytes(XDR *xdrs, char **sp, u_int *sizep, u_int maxsize);
 /* The same for a string (READLINK/SYMLINK paths). */
-bool_t xdr_rdma_ddp_string(XDR *xdrs, char **sp, u_int maxsize);
+RPCRDMA_API bool_t xdr_rdma_ddp_string(XDR *xdrs, char **sp, u_int maxsize);
 
 /* A binding: for a program/version/procedure, the XDR routines that mark its DDP-eligible
  * items (used in place of the ones the caller passes) and the largest reply it makes. */
@@ -121,8 +127,8 @@ struct rpcrdma_ulb {
 };
 
 /* Register a binding for the whole process (client and server). */
-int rpcrdma_ulb_register(const struct rpcrdma_ulb *ulb);
-const struct rpcrdma_ulb_proc *rpcrdma_ulb_find(rpcprog_t prog, rpcvers_t vers, rpcproc_t proc);
+RPCRDMA_API int rpcrdma_ulb_register(const struct rpcrdma_ulb *ulb);
+RPCRDMA_API const struct rpcrdma_ulb_proc *rpcrdma_ulb_find(rpcprog_t prog, rpcvers_t vers, rpcproc_t proc);
 
 #ifdef __cplusplus
 }

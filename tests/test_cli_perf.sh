@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# rpcrdma serve / ping / perf end to end: a server on loopback (RDMA over PROV, and ONC
+# RPC/TCP), ping, and a short `perf --json --check --compare` whose every result must have
+# the documented shape, moved verified data and no failed call.
+# Usage: test_cli_perf.sh RPCRDMA_BIN PROV
+set -u
+BIN=$1
+PROV=$2
+out=$(mktemp -d)
+cleanup() {
+	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
+	rm -rf "$out"
+}
+trap cleanup EXIT
+. "$(dirname "$0")/peer_lib.sh"
+fail() { echo "FAIL: $*"; exit 1; }
+
+start_server "$out/serve" "$BIN" serve --provider "$PROV" --listen 127.0.0.1:0 --tcp 0
+read -r rport tport <<<"$port"
+"$BIN" ping "127.0.0.1:$rport" --provider "$PROV" -c 3 -i 0 >"$out/ping" || fail "ping"
+cat "$out/ping"
+grep -q '^3 calls, 3 replies, 0% lost' "$out/ping" || fail "ping summary"
+"$BIN" ping "127.0.0.1:$tport" --tirpc -c 2 -i 0 >/dev/null || fail "ping over TCP"
+"$BIN" perf "127.0.0.1:$rport" --provider "$PROV" --tcp-port "$tport" --seconds 0.1 \
+	--sizes 0,4k,1m --json --check --compare >"$out/perf" || fail "perf exit status"
+cat "$out/perf"
+results=$(grep -c '^{"transport":"\(rdma\|tirpc\)/' "$out/perf")
+[ "$results" -eq 28 ] || fail "expected 28 results (14 per transport), got $results"
+shape='^{"transport":"[a-z]*/[a-z]*","op":"\(null\|read\|write\)","size":[0-9]*,"depth":[0-9]*,"calls_per_s":[0-9]*,"MBps":[0-9.]*,"p50_us":[0-9.]*,"p99_us":[0-9.]*,"cpu_s_per_GB":[0-9.]*,"verified":[0-9]*,"failed":0}$'
+bad=$(grep '^{"transport":"\(rdma\|tirpc\)/' "$out/perf" | grep -vc "$shape")
+[ "$bad" -eq 0 ] || fail "$bad results without the documented shape or with failed calls"
+unverified=$(grep '"op":"\(read\|write\)"' "$out/perf" | grep -c '"verified":0,')
+[ "$unverified" -eq 0 ] || fail "$unverified data results verified nothing"
+grep -q '^{"ratio":"rdma/[a-z]*/tirpc/tcp"' "$out/perf" || fail "no ratio against tirpc"
+grep -q '^{"transport":"raw/' "$out/perf" || fail "no raw provider figures"
+# statistics on SIGUSR1 and at exit
+kill -USR1 "$spid"
+sleep 0.5
+grep -q 'statistics (SIGUSR1)' "$out/serve" || fail "no statistics on SIGUSR1"
+kill -TERM "$spid"
+wait "$spid"
+spid=
+grep -q 'statistics at exit' "$out/serve" || fail "no statistics at exit"
+cat "$out/serve"
+# perf with its own server
+"$BIN" perf --provider "$PROV" --seconds 0.05 --ops null,read --sizes 4k --depths 1 --check \
+	>"$out/own" || fail "perf with its own server"
+cat "$out/own"
+echo "serve, ping and perf: ok"

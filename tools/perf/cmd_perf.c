@@ -1,0 +1,629 @@
+/* rpcrdma perf: a matrix of operations x sizes x calls in flight against the built-in
+ * service, over RPC-over-RDMA and (--compare) over ONC RPC/TCP with libtirpc, with the raw
+ * provider ceiling from bench_prov. Figures only: it never fails on speed. */
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../cli.h"
+#include "perf_common.h"
+
+enum { OP_NULL, OP_READ, OP_WRITE, OP_COUNT };
+static const char *const op_names[OP_COUNT] = { "null", "read", "write" };
+
+struct cfg {
+	const char *provider;
+	char host[256];
+	uint16_t port, tcp_port;
+	pid_t child;
+	double secs;
+	int json, compare, check;
+	unsigned ops;
+	uint32_t sizes[16];
+	int nsizes;
+	int depths[8];
+	int ndepths;
+};
+
+struct result {
+	char transport[32];
+	int op;
+	uint32_t size;
+	int depth;
+	double calls_s, mbps, p50, p99, cpu_gb;
+	uint64_t calls, verified, failed;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds of this process and of the server child (when we started it). */
+static double cpu_now(pid_t child)
+{
+	struct rusage ru;
+	double s;
+	char path[64], buf[1024], *p;
+	unsigned long ut, st;
+	FILE *f;
+
+	getrusage(RUSAGE_SELF, &ru);
+	s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	    ru.ru_stime.tv_usec / 1e6;
+	if (child <= 0)
+		return s;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)child);
+	f = fopen(path, "r");
+	if (!f)
+		return s;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+		s += (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	fclose(f);
+	return s;
+}
+
+/* ---- one call of an operation, checked when asked ---- */
+
+struct slot {
+	struct cfg *c;
+	CLIENT *cl;
+	int op;
+	uint32_t size;
+	ps_read_args ra;
+	ps_write_args wa;
+	ps_data rd;
+	u_int wr;
+	double t0;
+	/* collected */
+	double *lat;
+	uint64_t nlat, cap;
+	uint64_t verified, failed;
+	int inflight;
+	double end;
+	char *buf;            /* RDMA: where READ results land */
+};
+
+static char *wdata;   /* WRITE arguments: pattern bytes */
+static uint32_t wdata_sum_len;
+static uint32_t wdata_sum;
+
+static void prepare(struct slot *s)
+{
+	memset(&s->rd, 0, sizeof(s->rd));
+	s->ra.count = s->size;
+	s->wa.check = (u_int)s->c->check;
+	s->wa.data.ps_data_len = s->size;
+	s->wa.data.ps_data_val = wdata;
+}
+
+static void record(struct slot *s, enum clnt_stat st)
+{
+	double dt = now_s() - s->t0;
+	uint32_t i;
+	int ok = st == RPC_SUCCESS;
+
+	if (ok && s->c->check && s->op == OP_READ) {
+		ok = s->rd.ps_data_len == s->size;
+		for (i = 0; ok && i < s->size; i++)
+			ok = (uint8_t)s->rd.ps_data_val[i] == ps_byte(i);
+	} else if (ok && s->c->check && s->op == OP_WRITE) {
+		ok = s->wr == wdata_sum;
+	}
+	if (ok && s->c->check)
+		s->verified++;
+	if (!ok)
+		s->failed++;
+	if (s->nlat < s->cap)
+		s->lat[s->nlat++] = dt;
+	if (s->op == OP_READ && s->rd.ps_data_val == s->buf)
+		s->rd.ps_data_val = NULL;   /* ours, kept for the next call */
+	if (s->op == OP_READ)
+		xdr_free((xdrproc_t)xdr_ps_data, (char *)&s->rd);
+}
+
+/* READ results land in a buffer of the slot's, reused: the data is placed there by
+ * RDMA Write, and no allocation or page fault is timed (as a file system's page cache). */
+static void offer_buffer(struct slot *s)
+{
+	struct rpcrdma_ddp_bufs b;
+
+	if (s->op != OP_READ || !s->buf)
+		return;
+	b.n = 1;
+	b.buf[0].data = s->buf;
+	b.buf[0].cap = s->size;
+	clnt_control(s->cl, RPCRDMA_CLSET_DDP_BUFS, (char *)&b);
+	s->rd.ps_data_val = NULL;
+}
+
+static enum clnt_stat call_sync(struct slot *s)
+{
+	struct timeval tv = { 30, 0 };
+
+	prepare(s);
+	offer_buffer(s);
+	s->t0 = now_s();
+	switch (s->op) {
+	case OP_READ:
+		return clnt_call(s->cl, PS_READ, (xdrproc_t)xdr_ps_read_args, (char *)&s->ra,
+				 (xdrproc_t)xdr_ps_data, (char *)&s->rd, tv);
+	case OP_WRITE:
+		return clnt_call(s->cl, PS_WRITE, (xdrproc_t)xdr_ps_write_args, (char *)&s->wa,
+				 (xdrproc_t)xdr_u_int, (char *)&s->wr, tv);
+	default:
+		return clnt_call(s->cl, PS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL,
+				 (xdrproc_t)(void (*)(void))xdr_void, NULL, tv);
+	}
+}
+
+static int call_async(struct slot *s);
+
+static void async_done(void *ctx, enum clnt_stat st)
+{
+	struct slot *s = ctx;
+
+	record(s, st);
+	s->inflight = 0;
+	if (now_s() < s->end)
+		call_async(s);
+}
+
+static int call_async(struct slot *s)
+{
+	int rc;
+
+	prepare(s);
+	s->t0 = now_s();
+	switch (s->op) {
+	case OP_READ:
+		offer_buffer(s);
+		rc = rpcrdma_clnt_call_async(s->cl, PS_READ, (xdrproc_t)xdr_ps_read_args, &s->ra,
+					     (xdrproc_t)xdr_ps_data, &s->rd, async_done, s);
+		break;
+	case OP_WRITE:
+		rc = rpcrdma_clnt_call_async(s->cl, PS_WRITE, (xdrproc_t)xdr_ps_write_args, &s->wa,
+					     (xdrproc_t)xdr_u_int, &s->wr, async_done, s);
+		break;
+	default:
+		rc = rpcrdma_clnt_call_async(s->cl, PS_NULL, (xdrproc_t)(void (*)(void))xdr_void,
+					     NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL,
+					     async_done, s);
+	}
+	s->inflight = rc == 0;
+	if (rc)
+		s->failed++;
+	return rc;
+}
+
+static void *sync_loop(void *arg)
+{
+	struct slot *s = arg;
+
+	while (now_s() < s->end)
+		record(s, call_sync(s));
+	return NULL;
+}
+
+/* ---- one measurement ---- */
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void summarise(struct result *r, struct slot *sl, int n, double dt, double cpu)
+{
+	uint64_t total = 0, k = 0;
+	double *all;
+	int i;
+
+	for (i = 0; i < n; i++)
+		total += sl[i].nlat;
+	all = malloc(sizeof(double) * (total ? total : 1));
+	for (i = 0; i < n; i++) {
+		memcpy(all + k, sl[i].lat, sl[i].nlat * sizeof(double));
+		k += sl[i].nlat;
+		r->verified += sl[i].verified;
+		r->failed += sl[i].failed;
+	}
+	qsort(all, total, sizeof(double), cmp_d);
+	r->calls = total;
+	r->calls_s = total / dt;
+	r->mbps = r->op == OP_NULL ? 0 : total * (double)r->size / dt / 1e6;
+	r->p50 = total ? all[total / 2] * 1e6 : 0;
+	r->p99 = total ? all[(total - 1) * 99 / 100] * 1e6 : 0;
+	r->cpu_gb = r->op == OP_NULL || !total || !r->size ? 0 :
+		    cpu / (total * (double)r->size / 1e9);
+	free(all);
+}
+
+/* Run op/size/depth over RDMA (provider) or ONC RPC/TCP (provider NULL). */
+static int measure(struct cfg *c, const char *provider, int op, uint32_t size, int depth,
+		   struct result *r)
+{
+	struct slot *sl = calloc((size_t)depth, sizeof(*sl));
+	pthread_t *th = calloc((size_t)depth, sizeof(*th));
+	int i, nclients = provider ? 1 : depth;
+	CLIENT *cls[64] = { 0 };
+	double t0, cpu0, end;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->transport, sizeof(r->transport), "%s/%s", provider ? "rdma" : "tirpc",
+		 provider ? provider : "tcp");
+	r->op = op;
+	r->size = size;
+	r->depth = depth;
+	for (i = 0; i < nclients; i++) {
+		cls[i] = ps_client(provider, c->host, provider ? c->port : c->tcp_port);
+		if (!cls[i]) {
+			clnt_pcreateerror("rpcrdma perf");
+			return -1;
+		}
+	}
+	/* warm up each connection (and a server that was idle) before timing */
+	for (i = 0; i < nclients; i++) {
+		struct slot w = { .c = c, .cl = cls[i], .op = OP_NULL, .end = now_s() + 0.05 };
+
+		while (now_s() < w.end)
+			call_sync(&w);
+	}
+	t0 = now_s();
+	end = t0 + c->secs;
+	cpu0 = cpu_now(c->child);
+	for (i = 0; i < depth; i++) {
+		sl[i].c = c;
+		sl[i].cl = cls[provider ? 0 : i];
+		sl[i].op = op;
+		sl[i].size = size;
+		sl[i].end = end;
+		sl[i].cap = 4000000 / (uint64_t)depth + 16;
+		sl[i].lat = malloc(sizeof(double) * sl[i].cap);
+		if (provider && op == OP_READ)
+			sl[i].buf = malloc(size ? size : 1);
+	}
+	if (!provider || depth == 1) {
+		/* libtirpc has no asynchronous calls: one thread and one connection each */
+		for (i = 1; i < depth; i++)
+			pthread_create(&th[i], NULL, sync_loop, &sl[i]);
+		sync_loop(&sl[0]);
+		for (i = 1; i < depth; i++)
+			pthread_join(th[i], NULL);
+	} else {
+		for (i = 0; i < depth; i++)
+			call_async(&sl[i]);
+		while (rpcrdma_clnt_progress(cls[0], 100) > 0)
+			;
+	}
+	summarise(r, sl, depth, now_s() - t0, cpu_now(c->child) - cpu0);
+	for (i = 0; i < nclients; i++)
+		clnt_destroy(cls[i]);
+	for (i = 0; i < depth; i++) {
+		free(sl[i].lat);
+		free(sl[i].buf);
+	}
+	free(sl);
+	free(th);
+	return 0;
+}
+
+/* ---- output ---- */
+
+static void print_header(const struct cfg *c)
+{
+	if (!c->json)
+		printf("%-10s %-5s %9s %5s %11s %9s %9s %9s %9s\n", "transport", "op", "bytes", "depth",
+		       "calls/s", "MB/s", "p50 us", "p99 us", "cpu s/GB");
+}
+
+static void print_result(const struct cfg *c, const struct result *r)
+{
+	if (c->json) {
+		printf("{\"transport\":\"%s\",\"op\":\"%s\",\"size\":%u,\"depth\":%d,\"calls_per_s\":%.0f,"
+		       "\"MBps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"cpu_s_per_GB\":%.2f",
+		       r->transport, op_names[r->op], r->size, r->depth, r->calls_s, r->mbps, r->p50,
+		       r->p99, r->cpu_gb);
+		if (c->check)
+			printf(",\"verified\":%llu,\"failed\":%llu", (unsigned long long)r->verified,
+			       (unsigned long long)r->failed);
+		printf("}\n");
+	} else {
+		printf("%-10s %-5s %9u %5d %11.0f %9.1f %9.1f %9.1f %9.2f%s\n", r->transport,
+		       op_names[r->op], r->size, r->depth, r->calls_s, r->mbps, r->p50, r->p99,
+		       r->cpu_gb, r->failed ? "  FAILED CALLS" : "");
+	}
+	fflush(stdout);
+}
+
+static void print_ratio(const struct cfg *c, const struct result *a, const struct result *b,
+			const char *what, double x, double y)
+{
+	if (y <= 0)
+		return;
+	if (c->json)
+		printf("{\"ratio\":\"%s/%s\",\"op\":\"%s\",\"size\":%u,\"depth\":%d,\"what\":\"%s\","
+		       "\"value\":%.2f}\n", a->transport, b->transport, op_names[a->op], a->size,
+		       a->depth, what, x / y);
+	else
+		printf("  %s vs %s: %.2fx %s\n", a->transport, b->transport, x / y, what);
+}
+
+/* ---- the raw ceiling: bench_prov's figures ---- */
+
+struct raw {
+	double pingpong_avg_us, read_mbps_1m, write_mbps_1m, write_mbps_4k;
+	int have;
+};
+
+static double json_num(const char *line, const char *key)
+{
+	const char *p = strstr(line, key);
+
+	return p ? atof(p + strlen(key)) : 0;
+}
+
+static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *out)
+{
+	char self[PATH_MAX], cmd[PATH_MAX + 128], line[512];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	FILE *f;
+
+	memset(out, 0, sizeof(*out));
+	if (n <= 0)
+		return;
+	self[n] = 0;
+	snprintf(cmd, sizeof(cmd), "%s/bench_prov --provider %s --seconds %.2f --json 2>/dev/null",
+		 dirname(self), provider, c->secs);
+	f = popen(cmd, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		int big = strstr(line, "\"size\":1048576") != NULL;
+
+		if (!c->json)
+			printf("  raw: %s", line);
+		else
+			fputs(line, stdout);
+		if (strstr(line, "send_pingpong"))
+			out->pingpong_avg_us = json_num(line, "\"avg_us\":");
+		else if (strstr(line, "rdma_read") && big)
+			out->read_mbps_1m = json_num(line, "\"MBps\":");
+		else if (strstr(line, "rdma_write") && big)
+			out->write_mbps_1m = json_num(line, "\"MBps\":");
+		else if (strstr(line, "rdma_write"))
+			out->write_mbps_4k = json_num(line, "\"MBps\":");
+		out->have = 1;
+	}
+	if (pclose(f) != 0 && !out->have && !c->json)
+		printf("  raw: bench_prov not found next to rpcrdma: no raw ceiling\n");
+}
+
+/* READ results travel by RDMA Write, WRITE arguments by RDMA Read. */
+static void compare_raw(const struct cfg *c, const struct result *r, const struct raw *raw)
+{
+	struct result rr;
+
+	if (!raw->have)
+		return;
+	memset(&rr, 0, sizeof(rr));
+	snprintf(rr.transport, sizeof(rr.transport), "raw/%s", c->provider);
+	if (r->op == OP_NULL && r->depth == 1 && raw->pingpong_avg_us > 0)
+		print_ratio(c, r, &rr, "calls/s of raw Send ping-pong", r->calls_s,
+			    1e6 / raw->pingpong_avg_us);
+	if (r->op == OP_READ && r->size == 1u << 20)
+		print_ratio(c, r, &rr, "MB/s of raw RDMA Write 1 MiB", r->mbps, raw->write_mbps_1m);
+	if (r->op == OP_WRITE && r->size == 1u << 20)
+		print_ratio(c, r, &rr, "MB/s of raw RDMA Read 1 MiB", r->mbps, raw->read_mbps_1m);
+	if (r->op == OP_READ && r->size == 4096)
+		print_ratio(c, r, &rr, "MB/s of raw RDMA Write 4 KiB", r->mbps, raw->write_mbps_4k);
+}
+
+/* ---- options and the run ---- */
+
+static int parse_list(const char *s, uint32_t *out, int max)
+{
+	int n = 0;
+	char *copy = strdup(s), *tok, *save = NULL;
+
+	for (tok = strtok_r(copy, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		double v = strtod(tok, &end);
+
+		if (*end == 'k' || *end == 'K')
+			v *= 1024;
+		else if (*end == 'm' || *end == 'M')
+			v *= 1024 * 1024;
+		out[n++] = (uint32_t)v;
+	}
+	free(copy);
+	return n;
+}
+
+static unsigned parse_ops(const char *s)
+{
+	unsigned m = 0;
+	int i;
+
+	for (i = 0; i < OP_COUNT; i++)
+		if (strstr(s, op_names[i]))
+			m |= 1u << i;
+	return m;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
+	      "                    [--ops null,read,write] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
+	      "                    [--compare] [--check] [--json]\n"
+	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
+	      "started) for each operation x size x calls in flight. Without HOST it starts\n"
+	      "`rpcrdma serve` in a child on loopback. --compare also runs each over ONC RPC/TCP\n"
+	      "(libtirpc; needs the server's --tcp port) and the raw provider ceiling\n"
+	      "(bench_prov), and prints ratios. --check verifies every payload.\n", f);
+}
+
+static int parse(int argc, char **argv, struct cfg *c)
+{
+	static const struct option lo[] = {
+		{ "provider", required_argument, 0, 'p' }, { "tcp-port", required_argument, 0, 'T' },
+		{ "seconds", required_argument, 0, 's' }, { "ops", required_argument, 0, 'o' },
+		{ "sizes", required_argument, 0, 'z' }, { "depths", required_argument, 0, 'd' },
+		{ "compare", no_argument, 0, 'C' }, { "check", no_argument, 0, 'k' },
+		{ "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+	};
+	uint32_t d[8];
+	int ch, i;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:Ckjh", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'p': c->provider = optarg; break;
+		case 'T': c->tcp_port = (uint16_t)atoi(optarg); break;
+		case 's': c->secs = atof(optarg); break;
+		case 'o': c->ops = parse_ops(optarg); break;
+		case 'z': c->nsizes = parse_list(optarg, c->sizes, 16); break;
+		case 'd':
+			c->ndepths = parse_list(optarg, d, 8);
+			for (i = 0; i < c->ndepths; i++)
+				c->depths[i] = d[i] < 1 ? 1 : d[i] > 64 ? 64 : (int)d[i];
+			break;
+		case 'C': c->compare = 1; break;
+		case 'k': c->check = 1; break;
+		case 'j': c->json = 1; break;
+		case 'h': usage(stdout); exit(EXIT_OK);
+		default: return -1;
+		}
+	}
+	if (optind < argc - 1 || c->secs <= 0 || !c->ops || !c->nsizes || !c->ndepths)
+		return -1;
+	if (optind == argc - 1)
+		return ps_parse_addr(argv[optind], c->host, sizeof(c->host), &c->port, PS_DEFAULT_PORT);
+	return 0;
+}
+
+/* No server given: `serve` in a child on loopback (forked before anything opens libfabric). */
+static int start_server(struct cfg *c)
+{
+	int fds[2];
+	uint16_t ports[2];
+
+	if (pipe(fds))
+		return -1;
+	fflush(stdout);
+	c->child = fork();
+	if (c->child == 0) {
+		uint16_t r = 0, t = 0;
+
+		close(fds[0]);
+		if (!ps_serve(c->provider, "127.0.0.1", 0, 0, &r, &t, NULL))
+			_exit(1);
+		ports[0] = r;
+		ports[1] = t;
+		if (write(fds[1], ports, sizeof(ports)) != sizeof(ports))
+			_exit(1);
+		close(fds[1]);
+		svc_run();
+		_exit(0);
+	}
+	close(fds[1]);
+	if (c->child < 0 || read(fds[0], ports, sizeof(ports)) != sizeof(ports)) {
+		close(fds[0]);
+		return -1;
+	}
+	close(fds[0]);
+	strcpy(c->host, "127.0.0.1");
+	c->port = ports[0];
+	c->tcp_port = ports[1];
+	return 0;
+}
+
+static void progress(const struct cfg *c, int k, int total, double left)
+{
+	if (!isatty(2) || total * c->secs < 3)
+		return;
+	fprintf(stderr, "\r[%d/%d] about %.0f s left   ", k, total, left);
+	if (k == total)
+		fprintf(stderr, "\r%40s\r", "");
+}
+
+int cmd_perf(int argc, char **argv)
+{
+	struct cfg c = { .provider = "tcp", .secs = 1.0, .ops = 7, .sizes = { 0, 4096, 65536, 1u << 20 },
+			 .nsizes = 4, .depths = { 1, 32 }, .ndepths = 2 };
+	struct result r, t;
+	struct raw raw;
+	int o, s, d, k = 0, total = 0, failed = 0;
+
+	if (parse(argc, argv, &c)) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!c.host[0] && start_server(&c)) {
+		fprintf(stderr, "rpcrdma perf: cannot start a server over %s\n", c.provider);
+		return EXIT_FAIL;
+	}
+	wdata = malloc(PS_MAX);
+	for (s = 0; s < c.nsizes; s++)
+		if (c.sizes[s] > wdata_sum_len && c.sizes[s] <= PS_MAX)
+			wdata_sum_len = c.sizes[s];
+	for (s = 0; s < (int)wdata_sum_len; s++)
+		wdata[s] = (char)ps_byte((uint32_t)s);
+	for (o = 0; o < OP_COUNT; o++)
+		if (c.ops & (1u << o))
+			total += (o == OP_NULL ? 1 : c.nsizes) * c.ndepths;
+	if (c.compare)
+		raw_ceiling(&c, c.provider, &raw);
+	else
+		memset(&raw, 0, sizeof(raw));
+	print_header(&c);
+	for (o = 0; o < OP_COUNT; o++) {
+		if (!(c.ops & (1u << o)))
+			continue;
+		for (s = 0; s < (o == OP_NULL ? 1 : c.nsizes); s++) {
+			uint32_t size = o == OP_NULL ? 0 : c.sizes[s];
+
+			wdata_sum = ps_checksum(wdata, size);
+			for (d = 0; d < c.ndepths; d++) {
+				progress(&c, k, total, (total - k) * c.secs * (c.compare ? 2 : 1));
+				if (measure(&c, c.provider, o, size, c.depths[d], &r))
+					return EXIT_FAIL;
+				print_result(&c, &r);
+				failed += r.failed != 0;
+				if (c.compare && c.tcp_port) {
+					if (measure(&c, NULL, o, size, c.depths[d], &t))
+						return EXIT_FAIL;
+					print_result(&c, &t);
+					failed += t.failed != 0;
+					print_ratio(&c, &r, &t, o == OP_NULL ? "calls/s" : "MB/s",
+						    o == OP_NULL ? r.calls_s : r.mbps,
+						    o == OP_NULL ? t.calls_s : t.mbps);
+				}
+				if (c.compare)
+					compare_raw(&c, &r, &raw);
+				k++;
+			}
+		}
+	}
+	progress(&c, total, total, 0);
+	if (c.child > 0) {
+		kill(c.child, SIGTERM);
+		waitpid(c.child, NULL, 0);
+	}
+	free(wdata);
+	return failed ? EXIT_FAIL : EXIT_OK;
+}

@@ -1,0 +1,151 @@
+/* rpcrdma serve: the built-in test service over RPC-over-RDMA (and ONC RPC/TCP). */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include "../cli.h"
+#include "perf_common.h"
+
+static volatile sig_atomic_t want_stats, want_exit;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		want_stats = 1;
+	else
+		want_exit = 1;
+}
+
+static void print_conn(void *ctx, const struct sockaddr *peer, const struct rpcrdma_eng_stats *st)
+{
+	char addr[64] = "(shm)";
+	unsigned i;
+
+	(void)ctx;
+	if (peer && peer->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, addr, sizeof(addr));
+	else if (peer && peer->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, addr, sizeof(addr));
+	printf("  %-16s calls %llu replies %llu  sent MSG/NOMSG/MSGP/DONE/ERROR %llu/%llu/%llu/%llu/%llu"
+	       "  chunks read/write/reply %llu/%llu/%llu  RDMA reads %llu (%llu B) writes %llu (%llu B)"
+	       "  credits %llu",
+	       addr, (unsigned long long)st->calls, (unsigned long long)st->replies,
+	       (unsigned long long)st->sent[0], (unsigned long long)st->sent[1],
+	       (unsigned long long)st->sent[2], (unsigned long long)st->sent[3],
+	       (unsigned long long)st->sent[4], (unsigned long long)st->read_chunks,
+	       (unsigned long long)st->write_chunks, (unsigned long long)st->reply_chunks,
+	       (unsigned long long)st->rdma_reads, (unsigned long long)st->rdma_read_bytes,
+	       (unsigned long long)st->rdma_writes, (unsigned long long)st->rdma_write_bytes,
+	       (unsigned long long)st->credits_granted);
+	for (i = 0; i < RPCRDMA_EC_COUNT; i++)
+		if (st->errors[i] && i != RPCRDMA_EC_DISCONNECT)
+			printf("  %s %llu", rpcrdma_eng_errclass_name(i), (unsigned long long)st->errors[i]);
+	printf("\n");
+}
+
+static SVCXPRT *listener;
+
+static void print_stats(const char *why)
+{
+	printf("rpcrdma serve: %s\n", why);
+	if (rpcrdma_svc_stats(listener, print_conn, NULL) == 0)
+		printf("  (no connection open)\n");
+	fflush(stdout);
+}
+
+/* Signals are noticed here: libtirpc's svc_run() has no way out. */
+static void *watcher(void *arg)
+{
+	struct timespec ts = { 0, 50 * 1000000 };
+
+	(void)arg;
+	for (;;) {
+		nanosleep(&ts, NULL);
+		if (want_stats) {
+			want_stats = 0;
+			print_stats("statistics (SIGUSR1)");
+		}
+		if (want_exit) {
+			print_stats("statistics at exit");
+			_exit(0);
+		}
+	}
+	return NULL;
+}
+
+static void *rdma_workers(void *arg)
+{
+	rpcrdma_svc_run(*(int *)arg);
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: rpcrdma serve [--provider tcp|shm|verbs|NAME] [--listen HOST:PORT]\n"
+	      "                     [--threads N] [--tcp PORT]\n"
+	      "Serves the built-in test program (NULL, ECHO, READ by write chunk, WRITE by read\n"
+	      "chunk; long calls and replies) over RPC-over-RDMA; --tcp also over ONC RPC/TCP.\n"
+	      "Port 20049 unless given (0: any). Statistics on SIGUSR1 and at exit (SIGINT,\n"
+	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready.\n", f);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "provider", required_argument, 0, 'p' }, { "listen", required_argument, 0, 'l' },
+		{ "threads", required_argument, 0, 't' }, { "tcp", required_argument, 0, 'T' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+	};
+	const char *provider = "tcp";
+	char host[256] = "";
+	uint16_t port = PS_DEFAULT_PORT, rport = 0, tport = 0;
+	int threads = 1, tcp = -1, c;
+	pthread_t th;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:l:t:T:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p': provider = optarg; break;
+		case 'l':
+			if (ps_parse_addr(optarg, host, sizeof(host), &port, PS_DEFAULT_PORT)) {
+				usage(stderr);
+				return EXIT_USAGE;
+			}
+			break;
+		case 't': threads = atoi(optarg); break;
+		case 'T': tcp = atoi(optarg); break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind != argc || threads < 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	listener = ps_serve(provider, host[0] ? host : NULL, port, tcp, &rport, &tport, NULL);
+	if (!listener) {
+		fprintf(stderr, "rpcrdma serve: cannot serve over %s on port %u\n", provider, port);
+		return EXIT_FAIL;
+	}
+	if (tcp >= 0)
+		printf("listening %u %u\n", rport, tport);
+	else
+		printf("listening %u\n", rport);
+	fflush(stdout);
+	signal(SIGUSR1, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	pthread_create(&th, NULL, watcher, NULL);
+	/* RDMA requests: worker threads when asked; TCP (and RDMA otherwise): svc_run */
+	if (threads > 1)
+		pthread_create(&th, NULL, rdma_workers, &threads);
+	svc_run();
+	return EXIT_FAIL;
+}

@@ -1,0 +1,243 @@
+/* The built-in service (PERF_PROG) and what serve, ping and perf share. */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "perf_common.h"
+
+void perf_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
+
+/* ---- the service ---- */
+
+static char *pattern;   /* PS_MAX bytes of ps_byte(), made once */
+static uint32_t pattern_len;
+
+static int ensure_pattern(uint32_t n)
+{
+	uint32_t i;
+
+	if (n <= pattern_len)
+		return 0;
+	free(pattern);
+	pattern = malloc(n);
+	if (!pattern) {
+		pattern_len = 0;
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		pattern[i] = (char)ps_byte(i);
+	pattern_len = n;
+	return 0;
+}
+
+uint32_t ps_checksum(const char *p, uint32_t n)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	uint32_t a = 1, s = 0, i;
+
+	/* Adler-style: cheap, and position-sensitive */
+	for (i = 0; i < n; i++) {
+		a = (a + b[i]) % 65521u;
+		s = (s + a) % 65521u;
+	}
+	return s << 16 | a;
+}
+
+bool_t ps_null_1_svc(void *a, void *r, struct svc_req *rq)
+{
+	(void)a;
+	(void)r;
+	(void)rq;
+	return TRUE;
+}
+
+bool_t ps_echo_1_svc(ps_data *a, ps_data *r, struct svc_req *rq)
+{
+	(void)rq;
+	r->ps_data_len = a->ps_data_len;
+	r->ps_data_val = malloc(a->ps_data_len + 1);
+	if (!r->ps_data_val)
+		return FALSE;
+	if (a->ps_data_len)
+		memcpy(r->ps_data_val, a->ps_data_val, a->ps_data_len);
+	return TRUE;
+}
+
+/* The result points into the pattern: nothing is copied here (freeresult leaves it). */
+bool_t ps_read_1_svc(ps_read_args *a, ps_data *r, struct svc_req *rq)
+{
+	(void)rq;
+	if (a->count > PS_MAX || ensure_pattern(a->count))
+		return FALSE;
+	r->ps_data_len = a->count;
+	r->ps_data_val = pattern;
+	return TRUE;
+}
+
+bool_t ps_write_1_svc(ps_write_args *a, u_int *r, struct svc_req *rq)
+{
+	(void)rq;
+	*r = a->check ? ps_checksum(a->data.ps_data_val, a->data.ps_data_len) : a->data.ps_data_len;
+	return TRUE;
+}
+
+int perf_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xres, caddr_t res)
+{
+	(void)transp;
+	if (xres == (xdrproc_t)xdr_ps_data && ((ps_data *)res)->ps_data_val == pattern)
+		return 1;   /* a READ result: the pattern stays */
+	xdr_free(xres, res);
+	return 1;
+}
+
+/* ---- the binding: READ's result and WRITE's data move by RDMA ---- */
+
+static bool_t xdr_ps_data_ddp(XDR *x, ps_data *d)
+{
+	return xdr_rdma_ddp_bytes(x, &d->ps_data_val, &d->ps_data_len, PS_MAX);
+}
+
+static bool_t xdr_ps_write_args_ddp(XDR *x, ps_write_args *a)
+{
+	return xdr_u_int(x, &a->check) && xdr_ps_data_ddp(x, &a->data);
+}
+
+static uint32_t read_size(const void *args)
+{
+	return ((const ps_read_args *)args)->count;
+}
+
+static const struct rpcrdma_ulb_proc ps_procs[] = {
+	{ PS_READ, NULL, (xdrproc_t)xdr_ps_data_ddp, 0, 1, 0, read_size },
+	{ PS_WRITE, (xdrproc_t)xdr_ps_write_args_ddp, NULL, 0, 0, 0, NULL },
+};
+
+static const struct rpcrdma_ulb ps_ulb = { PERF_PROG, PERF_V1, ps_procs, 2 };
+
+void ps_binding_register(void)
+{
+	static int done;
+
+	if (!done)
+		rpcrdma_ulb_register(&ps_ulb);
+	done = 1;
+}
+
+/* ---- addresses ---- */
+
+int ps_parse_addr(const char *s, char *host, size_t cap, uint16_t *port, uint16_t def)
+{
+	const char *colon, *end;
+	size_t n;
+
+	*port = def;
+	if (!s || !*s)
+		return -1;
+	if (s[0] == '[') {
+		end = strchr(s, ']');
+		if (!end)
+			return -1;
+		n = (size_t)(end - s - 1);
+		if (n >= cap)
+			return -1;
+		memcpy(host, s + 1, n);
+		host[n] = 0;
+		if (end[1] == ':')
+			*port = (uint16_t)atoi(end + 2);
+		return 0;
+	}
+	colon = strrchr(s, ':');
+	if (colon && strchr(s, ':') == colon) {   /* one colon: HOST:PORT */
+		n = (size_t)(colon - s);
+		*port = (uint16_t)atoi(colon + 1);
+	} else {
+		n = strlen(s);                        /* none, or a bare IPv6 address */
+	}
+	if (n >= cap)
+		return -1;
+	memcpy(host, s, n);
+	host[n] = 0;
+	return 0;
+}
+
+/* ---- serving ---- */
+
+static SVCXPRT *tcp_listener(const char *host, int port)
+{
+	struct sockaddr_in sin;
+	int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	socklen_t len = sizeof(sin);
+
+	if (s < 0)
+		return NULL;
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (host && *host && inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		sin.sin_addr.s_addr = htonl(INADDR_ANY);
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s, (struct sockaddr *)&sin, sizeof(sin)) || listen(s, 64) ||
+	    getsockname(s, (struct sockaddr *)&sin, &len)) {
+		close(s);
+		return NULL;
+	}
+	return svctcp_create(s, 0, 0);
+}
+
+SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp_port,
+		  uint16_t *rdma_port, uint16_t *tcp_out, SVCXPRT **tcp_xprt)
+{
+	struct rpcrdma_svc_opts o;
+	SVCXPRT *x, *t = NULL;
+
+	ps_binding_register();
+	memset(&o, 0, sizeof(o));
+	o.provider = provider;
+	o.host = host;
+	o.port = port ? port : (uint16_t)RPCRDMA_PORT_ANY;
+	x = svc_rdma_create(&o);
+	if (!x || !svc_register(x, PERF_PROG, PERF_V1, perf_prog_1, 0))
+		return NULL;
+	*rdma_port = svc_rdma_port(x);
+	if (tcp_port >= 0) {
+		t = tcp_listener(host, tcp_port);
+		if (!t || !svc_register(t, PERF_PROG, PERF_V1, perf_prog_1, 0))
+			return NULL;
+		*tcp_out = t->xp_port;
+	}
+	if (tcp_xprt)
+		*tcp_xprt = t;
+	return x;
+}
+
+CLIENT *ps_client(const char *provider, const char *host, uint16_t port)
+{
+	struct rpcrdma_clnt_opts o;
+	struct addrinfo hints, *ai;
+	char ps[8];
+	int sock = RPC_ANYSOCK;
+	CLIENT *cl;
+
+	ps_binding_register();
+	if (provider) {
+		memset(&o, 0, sizeof(o));
+		o.provider = provider;
+		o.port = port;
+		return clnt_rdma_create(host, PERF_PROG, PERF_V1, &o);
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(ps, sizeof(ps), "%u", port);
+	if (getaddrinfo(host, ps, &hints, &ai))
+		return NULL;
+	cl = clnttcp_create((struct sockaddr_in *)ai->ai_addr, PERF_PROG, PERF_V1, &sock, 0, 0);
+	freeaddrinfo(ai);
+	return cl;
+}

@@ -1,0 +1,37 @@
+/* Shared by `rpcrdma serve`, `ping` and `perf`: the built-in service's binding, its data
+ * pattern, addresses. */
+#ifndef RPCRDMA_TOOLS_PERF_COMMON_H
+#define RPCRDMA_TOOLS_PERF_COMMON_H
+
+#include <stdint.h>
+
+#include "rpcrdma/rpc.h"
+#include "perfsvc.h"
+
+#define PS_DEFAULT_PORT RPCRDMA_PORT
+
+/* Register the binding that makes READ's result and WRITE's data DDP-eligible. */
+void ps_binding_register(void);
+
+/* The service's data: byte i of every READ result. */
+static inline uint8_t ps_byte(uint32_t i)
+{
+	return (uint8_t)(i * 131u + (i >> 11));
+}
+
+uint32_t ps_checksum(const char *p, uint32_t n);
+
+/* "HOST", "HOST:PORT" or "[V6]:PORT" into host (cap bytes) and *port (default if none).
+ * Returns 0 or -1. */
+int ps_parse_addr(const char *s, char *host, size_t cap, uint16_t *port, uint16_t def);
+
+/* Serve the built-in program: over RDMA (provider, host, port; port 0: ephemeral) and,
+ * when tcp_port >= 0, over ONC RPC/TCP too (0: ephemeral). Returns the listener; the
+ * ports are written to *rdma_port and *tcp_out. */
+SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp_port,
+		  uint16_t *rdma_port, uint16_t *tcp_out, SVCXPRT **tcp_xprt);
+
+/* A client of the service: RDMA (provider) or, with provider NULL, ONC RPC/TCP. */
+CLIENT *ps_client(const char *provider, const char *host, uint16_t port);
+
+#endif
