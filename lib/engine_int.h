@@ -88,6 +88,7 @@ struct rpcrdma_eng_call {
 	struct rpcrdma_mr *reply_mr;   /* the reply chunk offered */
 	uint8_t *reply_buf;
 	uint32_t reply_cap;
+	uint32_t reply_buf_cap;        /* its allocation (a reused buffer may be larger) */
 	struct rpcrdma_mr *asm_mr;     /* a reply with read chunks, reassembled */
 	uint8_t *asm_buf;              /* ... or an inline reply, copied */
 	uint32_t proc;                 /* form of the call */
@@ -188,6 +189,10 @@ struct rpcrdma_eng {
 	uint32_t pool_taken;           /* receive buffers counted in cfg.pool */
 	uint32_t done_pending;
 	struct eng_list reqs;
+	/* reply chunk buffers kept for reuse (fresh memory costs a page fault a page) */
+	uint8_t *rcache[4];
+	uint32_t rcache_cap[4];
+	int nrcache;
 	/* work waiting for resources */
 	struct eng_task *stall_head, *stall_tail;
 	uint32_t in_callback;

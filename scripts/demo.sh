@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job of the README: install, build, show the codec at work on the bundled sample
 # messages, the providers, and the transport engine between two processes over tcp
-# (later: the live RPC demo).
+# and the built-in RPC service with serve, ping and perf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -31,3 +31,22 @@ bash tests/test_engine_e2e.sh build/engine_peer tcp 1024
 echo
 echo "== an unmodified rpcgen program (examples/blockstore) over TCP, RDMA/tcp and RDMA/shm"
 bash examples/blockstore/test_blockstore.sh build
+echo
+echo "== rpcrdma serve, and a client using every message form: inline, read chunks (WRITE),"
+echo "   write chunks (READ), long call and long reply (ECHO of 1 MiB, no binding)"
+log=$(mktemp)
+build/rpcrdma serve --listen 127.0.0.1:0 --tcp 0 >"$log" &
+spid=$!
+trap 'kill $spid 2>/dev/null; rm -f "$log"' EXIT
+for _ in $(seq 50); do grep -q listening "$log" && break; sleep 0.1; done
+read -r _ rport tport <"$log"
+build/rpcrdma ping "127.0.0.1:$rport" -c 3 -i 0.2
+build/rpcrdma perf "127.0.0.1:$rport" --ops null,read,write,echo --sizes 100,1m --depths 1 \
+	--seconds 0.2 --check
+kill -USR1 $spid
+sleep 0.5
+sed -n '/statistics/,$p' "$log"
+echo
+echo "== rpcrdma perf --compare: RPC-over-RDMA (libfabric tcp) against ONC RPC/TCP (libtirpc)"
+echo "   and the raw provider, on loopback (about 15 s)"
+build/rpcrdma perf "127.0.0.1:$rport" --tcp-port "$tport" --compare --seconds 0.25

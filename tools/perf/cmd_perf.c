@@ -17,8 +17,10 @@
 #include "../cli.h"
 #include "perf_common.h"
 
-enum { OP_NULL, OP_READ, OP_WRITE, OP_COUNT };
-static const char *const op_names[OP_COUNT] = { "null", "read", "write" };
+/* echo: the data inline both ways, no binding: long calls and long replies (reply chunk)
+ * once it is larger than the inline threshold */
+enum { OP_NULL, OP_READ, OP_WRITE, OP_ECHO, OP_COUNT };
+static const char *const op_names[OP_COUNT] = { "null", "read", "write", "echo" };
 
 struct cfg {
 	const char *provider;
@@ -122,6 +124,9 @@ static void record(struct slot *s, enum clnt_stat st)
 			ok = (uint8_t)s->rd.ps_data_val[i] == ps_byte(i);
 	} else if (ok && s->c->check && s->op == OP_WRITE) {
 		ok = s->wr == wdata_sum;
+	} else if (ok && s->c->check && s->op == OP_ECHO) {
+		ok = s->rd.ps_data_len == s->size &&
+		     (!s->size || !memcmp(s->rd.ps_data_val, wdata, s->size));
 	}
 	if (ok && s->c->check)
 		s->verified++;
@@ -131,7 +136,7 @@ static void record(struct slot *s, enum clnt_stat st)
 		s->lat[s->nlat++] = dt;
 	if (s->op == OP_READ && s->rd.ps_data_val == s->buf)
 		s->rd.ps_data_val = NULL;   /* ours, kept for the next call */
-	if (s->op == OP_READ)
+	if (s->op == OP_READ || s->op == OP_ECHO)
 		xdr_free((xdrproc_t)xdr_ps_data, (char *)&s->rd);
 }
 
@@ -164,6 +169,9 @@ static enum clnt_stat call_sync(struct slot *s)
 	case OP_WRITE:
 		return clnt_call(s->cl, PS_WRITE, (xdrproc_t)xdr_ps_write_args, (char *)&s->wa,
 				 (xdrproc_t)xdr_u_int, (char *)&s->wr, tv);
+	case OP_ECHO:
+		return clnt_call(s->cl, PS_ECHO, (xdrproc_t)xdr_ps_data, (char *)&s->wa.data,
+				 (xdrproc_t)xdr_ps_data, (char *)&s->rd, tv);
 	default:
 		return clnt_call(s->cl, PS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL,
 				 (xdrproc_t)(void (*)(void))xdr_void, NULL, tv);
@@ -197,6 +205,10 @@ static int call_async(struct slot *s)
 	case OP_WRITE:
 		rc = rpcrdma_clnt_call_async(s->cl, PS_WRITE, (xdrproc_t)xdr_ps_write_args, &s->wa,
 					     (xdrproc_t)xdr_u_int, &s->wr, async_done, s);
+		break;
+	case OP_ECHO:
+		rc = rpcrdma_clnt_call_async(s->cl, PS_ECHO, (xdrproc_t)xdr_ps_data, &s->wa.data,
+					     (xdrproc_t)xdr_ps_data, &s->rd, async_done, s);
 		break;
 	default:
 		rc = rpcrdma_clnt_call_async(s->cl, PS_NULL, (xdrproc_t)(void (*)(void))xdr_void,
@@ -468,13 +480,14 @@ static unsigned parse_ops(const char *s)
 static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
-	      "                    [--ops null,read,write] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
+	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
 	      "                    [--compare] [--check] [--json]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
 	      "started) for each operation x size x calls in flight. Without HOST it starts\n"
 	      "`rpcrdma serve` in a child on loopback. --compare also runs each over ONC RPC/TCP\n"
 	      "(libtirpc; needs the server's --tcp port) and the raw provider ceiling\n"
-	      "(bench_prov), and prints ratios. --check verifies every payload.\n", f);
+	      "(bench_prov), and prints ratios. --check verifies every payload. echo (not in\n"
+	      "the default set) sends its data inline both ways: long calls and replies.\n", f);
 }
 
 static int parse(int argc, char **argv, struct cfg *c)
@@ -563,7 +576,7 @@ static void progress(const struct cfg *c, int k, int total, double left)
 
 int cmd_perf(int argc, char **argv)
 {
-	struct cfg c = { .provider = "tcp", .secs = 1.0, .ops = 7, .sizes = { 0, 4096, 65536, 1u << 20 },
+	struct cfg c = { .provider = "tcp", .secs = 1.0, .ops = 7,   /* null, read, write */ .sizes = { 0, 4096, 65536, 1u << 20 },
 			 .nsizes = 4, .depths = { 1, 32 }, .ndepths = 2 };
 	struct result r, t;
 	struct raw raw;
