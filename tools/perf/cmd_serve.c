@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,15 @@ int cmd_serve(int argc, char **argv)
 	if (optind != argc || threads < 1) {
 		usage(stderr);
 		return EXIT_USAGE;
+	}
+	{
+		/* many connections: each takes a few descriptors (socket, wait fds, eventfd) */
+		struct rlimit rl;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 	}
 	listener = ps_serve(provider, host[0] ? host : NULL, port, tcp, &rport, &tport, NULL);
 	if (!listener) {
