@@ -566,6 +566,8 @@ void rpcrdma_eng_destroy(struct rpcrdma_eng *e)
 	rpcrdma__eng_dereg(e, &e->rmr);
 	rpcrdma__eng_dereg(e, &e->smr);
 	pool_give(e->cfg.pool, e->pool_taken);
+	/* last: freeing the calls and requests above returned their buffers here */
+	rpcrdma__bufcache_free(&e->cache);
 	free(e->rmem);
 	free(e->smem);
 	free(e->rbufs);

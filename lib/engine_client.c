@@ -27,40 +27,11 @@ static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 	rpcrdma__eng_dereg(e, &c->asm_mr);
 }
 
-/* A reply-chunk buffer of at least cap bytes: a kept one, or a new one. */
-static uint8_t *reply_buf_get(struct rpcrdma_eng *e, uint32_t cap, uint32_t *got)
-{
-	int i;
-
-	for (i = 0; i < e->nrcache; i++)
-		if (e->rcache_cap[i] >= cap) {
-			uint8_t *p = e->rcache[i];
-
-			*got = e->rcache_cap[i];
-			e->nrcache--;
-			e->rcache[i] = e->rcache[e->nrcache];
-			e->rcache_cap[i] = e->rcache_cap[e->nrcache];
-			return p;
-		}
-	*got = cap;
-	return malloc(cap ? cap : 1);
-}
-
-static void reply_buf_put(struct rpcrdma_eng *e, uint8_t *p, uint32_t cap)
-{
-	if (p && e->nrcache < 4) {
-		e->rcache[e->nrcache] = p;
-		e->rcache_cap[e->nrcache++] = cap;
-		return;
-	}
-	free(p);
-}
-
 static void free_call(struct rpcrdma_eng_call *c)
 {
 	free(c->mrs);
 	free(c->hdr);
-	reply_buf_put(c->e, c->reply_buf, c->reply_buf_cap);
+	rpcrdma__bufcache_put(&c->e->cache, c->reply_buf, c->reply_buf_cap);
 	free(c->asm_buf);
 	free(c);
 }
@@ -200,7 +171,7 @@ static int add_reply_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	int rc;
 
 	c->reply_cap = a->max_reply;
-	c->reply_buf = reply_buf_get(e, c->reply_cap, &c->reply_buf_cap);
+	c->reply_buf = rpcrdma__bufcache_get(&e->cache, c->reply_cap, &c->reply_buf_cap);
 	if (!c->reply_buf)
 		return -RPCRDMA_ERR_NOMEM;
 	rc = rpcrdma__eng_reg(e, c->reply_buf, c->reply_cap, RPCRDMA_ACC_REMOTE_WRITE,
@@ -778,9 +749,6 @@ void rpcrdma__eng_client_destroy(struct rpcrdma_eng *e)
 			release_mrs(e, c);
 			free_call(c);
 		}
-	/* last: freeing the calls above returned their buffers here */
-	while (e->nrcache)
-		free(e->rcache[--e->nrcache]);
 }
 
 /* ---- accessors ---- */

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bufcache.h"
 #include "rpcrdma/engine.h"
 
 /* Intrusive doubly-linked lists (calls waiting or in flight, live requests). */
@@ -88,7 +89,7 @@ struct rpcrdma_eng_call {
 	struct rpcrdma_mr *reply_mr;   /* the reply chunk offered */
 	uint8_t *reply_buf;
 	uint32_t reply_cap;
-	uint32_t reply_buf_cap;        /* its allocation (a reused buffer may be larger) */
+	size_t reply_buf_cap;          /* its allocation (a reused buffer may be larger) */
 	struct rpcrdma_mr *asm_mr;     /* a reply with read chunks, reassembled */
 	uint8_t *asm_buf;              /* ... or an inline reply, copied */
 	uint32_t proc;                 /* form of the call */
@@ -125,6 +126,7 @@ struct rpcrdma_eng_req {
 	bool reply_sent;               /* the Send completed */
 	uint8_t *call;                 /* the assembled call */
 	uint32_t call_len;
+	size_t call_cap;
 	struct rpcrdma_mr *call_mr;
 	uint32_t in_align, in_thresh, in_base;   /* MSGP parameters of the call */
 	/* the call's write list and reply chunk, copied out of the receive buffer */
@@ -189,10 +191,8 @@ struct rpcrdma_eng {
 	uint32_t pool_taken;           /* receive buffers counted in cfg.pool */
 	uint32_t done_pending;
 	struct eng_list reqs;
-	/* reply chunk buffers kept for reuse (fresh memory costs a page fault a page) */
-	uint8_t *rcache[4];
-	uint32_t rcache_cap[4];
-	int nrcache;
+	/* reply-chunk (client) and call (server) buffers kept for reuse */
+	struct rpcrdma__bufcache cache;
 	/* work waiting for resources */
 	struct eng_task *stall_head, *stall_tail;
 	uint32_t in_callback;

@@ -27,7 +27,7 @@ static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 static void req_free(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 {
 	rpcrdma__list_unlink(&e->reqs, &r->link);
-	free(r->call);
+	rpcrdma__bufcache_put(&e->cache, r->call, r->call_cap);
 	free(r->flat);
 	free(r);
 }
@@ -341,7 +341,7 @@ static void start_call(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 		return;
 	}
 	r->call_len = (uint32_t)r->as.total;
-	r->call = malloc(r->call_len ? r->call_len : 1);
+	r->call = rpcrdma__bufcache_get(&e->cache, r->call_len, &r->call_cap);
 	if (!r->call) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
 		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);

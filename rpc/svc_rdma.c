@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "rpc_int.h"
+#include "../lib/bufcache.h"
 
 #include <rpc/svc_mt.h>
 
@@ -49,20 +50,12 @@ struct sconn {
 	struct sockaddr_storage peer;
 };
 
-/* Reply buffers kept for reuse: fresh memory costs a page fault per page on first touch,
- * which on a virtual machine costs more than copying the page (measured: 1 MiB replies
- * 4 ms instead of 0.4 ms). */
-#define CACHE_BUFS 16
-struct bufcache {
-	void *p[CACHE_BUFS];
-	size_t cap[CACHE_BUFS];
-	int n;
-};
-
 struct srv {
 	SVCXPRT xprt;
 	SVCXPRT_EXT ext;
-	struct bufcache cache;           /* under lock */
+	struct rpcrdma__bufcache cache;  /* reply buffers kept for reuse; under lock */
+	int *spare_fds;                  /* eventfds of closed connections, for new ones */
+	int nspare, spare_cap;
 	struct rpcrdma_svc_opts opts;
 	struct rpcrdma_prov *p;
 	struct rpcrdma_listener *l;
@@ -121,7 +114,8 @@ static void on_request(void *ctx, struct rpcrdma_eng_req *r)
 	else
 		c->head = q;
 	c->tail = q;
-	signal_fd(c->xprt.xp_fd);
+	if (!c->srv->opts.dispatch_inline)
+		signal_fd(c->xprt.xp_fd);
 }
 
 struct reply_ctx {
@@ -132,57 +126,6 @@ struct reply_ctx {
 	struct srv *srv;
 };
 
-/* The smallest cached buffer of at least len bytes, or a new one. */
-static void *buf_get(struct bufcache *c, size_t len, size_t *cap)
-{
-	int i, best = -1;
-	void *p;
-
-	for (i = 0; i < c->n; i++)
-		if (c->cap[i] >= len && (best < 0 || c->cap[i] < c->cap[best]))
-			best = i;
-	if (best < 0) {
-		*cap = len ? len : 1;
-		return malloc(*cap);
-	}
-	p = c->p[best];
-	*cap = c->cap[best];
-	c->n--;
-	c->p[best] = c->p[c->n];
-	c->cap[best] = c->cap[c->n];
-	return p;
-}
-
-/* Keep it, or, when the cache is full, drop the smallest of the two. */
-static void buf_put(struct bufcache *c, void *p, size_t cap)
-{
-	int i, small = 0;
-
-	if (!p)
-		return;
-	if (c->n < CACHE_BUFS) {
-		c->p[c->n] = p;
-		c->cap[c->n++] = cap;
-		return;
-	}
-	for (i = 1; i < c->n; i++)
-		if (c->cap[i] < c->cap[small])
-			small = i;
-	if (c->cap[small] < cap) {
-		free(c->p[small]);
-		c->p[small] = p;
-		c->cap[small] = cap;
-	} else {
-		free(p);
-	}
-}
-
-static void cache_free(struct bufcache *c)
-{
-	while (c->n)
-		free(c->p[--c->n]);
-}
-
 static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
 {
 	struct reply_ctx *x = rpcrdma_eng_req_user(r);
@@ -190,7 +133,7 @@ static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
 	(void)ctx;
 	(void)status;
 	if (x) {
-		buf_put(&x->srv->cache, x->flat, x->cap);
+		rpcrdma__bufcache_put(&x->srv->cache, x->flat, x->cap);
 		free(x);
 	}
 }
@@ -201,7 +144,9 @@ static void on_fatal(void *ctx, int reason)
 
 	(void)reason;
 	c->dead = 1;
-	signal_fd(c->xprt.xp_fd);
+	/* inline dispatch: the progress thread destroys it; svc_run() must not see it */
+	if (!c->srv->opts.dispatch_inline)
+		signal_fd(c->xprt.xp_fd);
 }
 
 /* ---- replies ---- */
@@ -216,7 +161,7 @@ static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma__xdr *enc
 
 	for (i = 0; i < enc->nitems; i++)
 		total += enc->items[i].len;
-	if (!x || !(x->flat = buf_get(&s->cache, total, &x->cap))) {
+	if (!x || !(x->flat = rpcrdma__bufcache_get(&s->cache, total, &x->cap))) {
 		free(x);
 		return NULL;
 	}
@@ -272,7 +217,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 		msg->acpted_rply.ar_results.proc = RPCRDMA_XDR_VOID;
 		cap += (u_int)xdr_sizeof(xres, where);
 	}
-	buf = buf_get(&c->srv->cache, cap, &bcap);
+	buf = rpcrdma__bufcache_get(&c->srv->cache, cap, &bcap);
 	if (!buf) {
 		rpcrdma_eng_req_drop(c->eng, er);
 		return FALSE;
@@ -284,7 +229,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	if (saved)
 		msg->acpted_rply.ar_results.proc = saved;
 	x = ok ? own_reply(c->srv, &enc) : NULL;
-	buf_put(&c->srv->cache, buf, bcap);
+	rpcrdma__bufcache_put(&c->srv->cache, buf, bcap);
 	if (!x) {
 		rpcrdma_eng_req_drop(c->eng, er);
 		return FALSE;
@@ -568,12 +513,41 @@ static void conn_addresses(struct sconn *c)
 	c->xprt.xp_netid = len && c->peer.ss_family == AF_INET6 ? "rdma6" : "rdma";
 }
 
+/* A connection's eventfd is never closed while the listener lives: svc_run() polls a copy
+ * of its descriptor set and acts on a closed descriptor's number (POLLNVAL unregisters
+ * whatever transport has that number by then, e.g. a TCP connection that reused it). It
+ * goes back to a pool for the next connection instead. */
+static int conn_fd(struct srv *s)
+{
+	if (s->nspare)
+		return s->spare_fds[--s->nspare];
+	return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+static void conn_fd_release(struct srv *s, int fd)
+{
+	int *n;
+
+	if (fd < 0)
+		return;
+	drain_fd(fd);
+	if (s->nspare == s->spare_cap) {
+		n = realloc(s->spare_fds, sizeof(int) * (size_t)(s->spare_cap * 2 + 8));
+		if (!n) {
+			close(fd);
+			return;
+		}
+		s->spare_fds = n;
+		s->spare_cap = s->spare_cap * 2 + 8;
+	}
+	s->spare_fds[s->nspare++] = fd;
+}
+
 static void conn_free(struct sconn *c)
 {
 	rpcrdma_ep_close(c->ep);
 	rpcrdma_eng_destroy(c->eng);
-	if (c->xprt.xp_fd >= 0)
-		close(c->xprt.xp_fd);
+	conn_fd_release(c->srv, c->xprt.xp_fd);
 	free(c);
 }
 
@@ -590,7 +564,7 @@ static int accept_one(struct srv *s)
 		return 1;
 	}
 	c->srv = s;
-	c->xprt.xp_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c->xprt.xp_fd = conn_fd(s);
 	if (c->xprt.xp_fd < 0 || conn_engine(s, c, req)) {
 		conn_free(c);
 		return 1;
@@ -640,6 +614,31 @@ static void reap(struct srv *s)
 	}
 }
 
+/* Inline dispatch: the progress thread runs libtirpc's dispatch for every connection with
+ * requests ready (or dead, to be destroyed), one connection at a time. */
+static int dispatch_ready(struct srv *s)
+{
+	struct sconn *c;
+	int n = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		for (c = s->conns; c; c = c->next)
+			if (!c->busy && !c->destroyed && (c->head || c->dead))
+				break;
+		if (c)
+			c->busy = 1;
+		pthread_mutex_unlock(&s->lock);
+		if (!c)
+			return n;
+		svc_getreq_common(c->xprt.xp_fd);
+		pthread_mutex_lock(&s->lock);
+		c->busy = 0;
+		pthread_mutex_unlock(&s->lock);
+		n++;
+	}
+}
+
 static void *progress(void *arg)
 {
 	struct srv *s = arg;
@@ -657,7 +656,9 @@ static void *progress(void *arg)
 		}
 		reap(s);
 		pthread_mutex_unlock(&s->lock);
-		if (ready)
+		if (s->opts.dispatch_inline)
+			work += dispatch_ready(s);
+		else if (ready)
 			wake_workers();
 		if (work)
 			idle = 0;
@@ -729,7 +730,10 @@ static void lst_destroy(SVCXPRT *xprt)
 	}
 	rpcrdma_listener_close(s->l);
 	rpcrdma_prov_close(s->p);
-	cache_free(&s->cache);
+	rpcrdma__bufcache_free(&s->cache);
+	while (s->nspare)
+		close(s->spare_fds[--s->nspare]);
+	free(s->spare_fds);
 	close(xprt->xp_fd);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

@@ -74,7 +74,10 @@ struct rpcrdma_svc_opts {
 	int no_ccp;                /* do not answer CONF_RDMA */
 	uint32_t msgp_align, msgp_thresh;   /* send RDMA_MSGP replies; 0: never */
 	int reply_read_chunks;     /* RFC 5666 read chunks in replies (needs RDMA_DONE) */
-	int register_rpcbind;      /* also register with rpcbind under netid rdma/rdma6 */
+	int dispatch_inline;       /* dispatch each request on the listener's progress thread
+				      as soon as it is ready (lowest latency): the program must
+				      accept dispatch on a library thread; svc_run() and
+				      rpcrdma_svc_run() then see no RDMA request */
 };
 #define RPCRDMA_PORT_ANY 0xffffffffu
 

@@ -543,7 +543,7 @@ static int start_server(struct cfg *c)
 		uint16_t r = 0, t = 0;
 
 		close(fds[0]);
-		if (!ps_serve(c->provider, "127.0.0.1", 0, 0, &r, &t, NULL))
+		if (!ps_serve(c->provider, "127.0.0.1", 0, 0, 1, &r, &t, NULL))
 			_exit(1);
 		ports[0] = r;
 		ports[1] = t;

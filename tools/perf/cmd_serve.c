@@ -93,6 +93,8 @@ static void usage(FILE *f)
 	      "                     [--threads N] [--tcp PORT]\n"
 	      "Serves the built-in test program (NULL, ECHO, READ by write chunk, WRITE by read\n"
 	      "chunk; long calls and replies) over RPC-over-RDMA; --tcp also over ONC RPC/TCP.\n"
+	      "RDMA requests are dispatched on the connection-progress thread, or by N worker\n"
+	      "threads with --threads N.\n"
 	      "Port 20049 unless given (0: any). Statistics on SIGUSR1 and at exit (SIGINT,\n"
 	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready.\n", f);
 }
@@ -139,7 +141,8 @@ int cmd_serve(int argc, char **argv)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
-	listener = ps_serve(provider, host[0] ? host : NULL, port, tcp, &rport, &tport, NULL);
+	listener = ps_serve(provider, host[0] ? host : NULL, port, tcp, threads == 1, &rport,
+			    &tport, NULL);
 	if (!listener) {
 		fprintf(stderr, "rpcrdma serve: cannot serve over %s on port %u\n", provider, port);
 		return EXIT_FAIL;
@@ -153,7 +156,7 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	pthread_create(&th, NULL, watcher, NULL);
-	/* RDMA requests: worker threads when asked; TCP (and RDMA otherwise): svc_run */
+	/* RDMA requests: the progress thread, or worker threads when asked; TCP: svc_run */
 	if (threads > 1)
 		pthread_create(&th, NULL, rdma_workers, &threads);
 	svc_run();

@@ -191,7 +191,7 @@ static SVCXPRT *tcp_listener(const char *host, int port)
 }
 
 SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp_port,
-		  uint16_t *rdma_port, uint16_t *tcp_out, SVCXPRT **tcp_xprt)
+		  int inline_dispatch, uint16_t *rdma_port, uint16_t *tcp_out, SVCXPRT **tcp_xprt)
 {
 	struct rpcrdma_svc_opts o;
 	SVCXPRT *x, *t = NULL;
@@ -201,6 +201,7 @@ SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp
 	o.provider = provider;
 	o.host = host;
 	o.port = port ? port : (uint16_t)RPCRDMA_PORT_ANY;
+	o.dispatch_inline = inline_dispatch;
 	x = svc_rdma_create(&o);
 	if (!x || !svc_register(x, PERF_PROG, PERF_V1, perf_prog_1, 0))
 		return NULL;

@@ -26,10 +26,11 @@ uint32_t ps_checksum(const char *p, uint32_t n);
 int ps_parse_addr(const char *s, char *host, size_t cap, uint16_t *port, uint16_t def);
 
 /* Serve the built-in program: over RDMA (provider, host, port; port 0: ephemeral) and,
- * when tcp_port >= 0, over ONC RPC/TCP too (0: ephemeral). Returns the listener; the
- * ports are written to *rdma_port and *tcp_out. */
+ * when tcp_port >= 0, over ONC RPC/TCP too (0: ephemeral). RDMA requests are dispatched on
+ * the progress thread when inline_dispatch (the service is thread-safe). Returns the
+ * listener; the ports are written to *rdma_port and *tcp_out. */
 SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp_port,
-		  uint16_t *rdma_port, uint16_t *tcp_out, SVCXPRT **tcp_xprt);
+		  int inline_dispatch, uint16_t *rdma_port, uint16_t *tcp_out, SVCXPRT **tcp_xprt);
 
 /* A client of the service: RDMA (provider) or, with provider NULL, ONC RPC/TCP. */
 CLIENT *ps_client(const char *provider, const char *host, uint16_t port);
