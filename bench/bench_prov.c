@@ -1,7 +1,8 @@
 /* Raw provider benchmark: the ceiling the RPC layers are compared with later.
  * For each provider (default: tcp, shm) a server child is forked on loopback; the
- * client measures 64-byte Send ping-pong latency and RDMA Read / Write bandwidth at
- * 4 KiB and 1 MiB with several operations in flight. Prints a table, or one JSON object
+ * client measures 64-byte Send ping-pong latency, RDMA Read / Write bandwidth at 4 KiB and
+ * 1 MiB with several operations in flight, and the RPC pattern (Send call, RDMA Write
+ * 4 KiB, Send reply) with 32 calls in flight. Prints a table, or one JSON object
  * per figure with --json. Not a test: it never fails on speed.
  *   bench_prov [--provider NAME]... [--seconds S] [--json] */
 #include <inttypes.h>
@@ -19,7 +20,21 @@
 #define PING 64
 #define NBUF 32
 
-enum { MSG_INFO = 1, MSG_PING, MSG_BYE };
+enum { MSG_INFO = 1, MSG_PING, MSG_BYE, MSG_CALL, MSG_REPLY };
+
+/* The RPC pattern: a call names a client buffer; the server RDMA-Writes len bytes there,
+ * then Sends the reply (as a READ over RPC-over-RDMA does). */
+struct call_msg {
+	uint32_t type;
+	uint32_t handle;
+	uint64_t offset;
+	uint32_t len;
+	uint32_t idx;
+};
+
+#define PATTERN_DEPTH 32
+#define PATTERN_SIZE 4096
+static int write_marker;
 
 struct info {
 	uint32_t type;
@@ -112,6 +127,33 @@ static void send_now(struct rpcrdma_ep *ep, struct msgbufs *m, const void *data,
 		die("send", c.status);
 }
 
+/* RDMA Write the data the call asks for, then Send the reply without waiting: the
+ * provider orders the Write before the Send (caps.write_send_ordered). */
+static void answer_call(struct rpcrdma_ep *ep, struct msgbufs *m, struct rpcrdma_mr *rmr,
+			uint8_t *region, const void *msg)
+{
+	struct call_msg call, reply;
+	struct rpcrdma_sge l = { rmr, region, 0 }, r;
+	struct rpcrdma_segment seg;
+	int rc;
+
+	memcpy(&call, msg, sizeof(call));
+	l.len = call.len;
+	seg.handle = call.handle;
+	seg.length = call.len;
+	seg.offset = call.offset;
+	rc = rpcrdma_post_write(ep, &l, 1, &seg, 1, &write_marker);
+	if (rc)
+		die("pattern write", rc);
+	reply = call;
+	reply.type = MSG_REPLY;
+	r = slot(m, NBUF, sizeof(reply));
+	memcpy(r.addr, &reply, sizeof(reply));   /* every reply is the same size; see idx */
+	rc = rpcrdma_post_send(ep, &r, &write_marker);
+	if (rc)
+		die("pattern reply", rc);
+}
+
 static void server(const char *prov, int fd)
 {
 	struct rpcrdma_listener *l;
@@ -156,11 +198,13 @@ static void server(const char *prov, int fd)
 		if (c.op == RPCRDMA_OP_DISCONNECT)
 			break;
 		if (c.op != RPCRDMA_OP_RECV || c.status)
-			continue;
+			continue;   /* the pattern's Writes and Sends complete here too */
 		s = slot(&m, (int)(uintptr_t)c.ctx - 1, 4096);
 		memcpy(&type, s.addr, 4);
 		if (type == MSG_PING)
 			send_now(ep, &m, s.addr, c.len, early, &n);
+		else if (type == MSG_CALL)
+			answer_call(ep, &m, rmr, region, s.addr);
 		rpcrdma_post_recv(ep, &s, c.ctx);
 		if (type == MSG_BYE)
 			break;
@@ -288,6 +332,61 @@ static void bandwidth(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, const struc
 	free(buf);
 }
 
+/* 32 calls in flight, each answered by a 4 KiB RDMA Write and a reply Send. */
+static void rpc_pattern(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, struct msgbufs *m,
+			const char *prov, const struct opts *o)
+{
+	uint8_t *buf = aligned_alloc(4096, (size_t)PATTERN_SIZE * PATTERN_DEPTH);
+	struct rpcrdma_cqe early[PATTERN_DEPTH + 4];   /* replies that arrive during a Send */
+	struct rpcrdma_mr *mr;
+	uint64_t done = 0;
+	double t0, end, dt;
+	int i, rc, n = 0, outstanding = 0;
+
+	rc = rpcrdma_mr_reg(p, buf, (size_t)PATTERN_SIZE * PATTERN_DEPTH, RPCRDMA_ACC_REMOTE_WRITE,
+			    &mr);
+	if (rc)
+		die("register", rc);
+	t0 = now_s();
+	end = t0 + o->seconds;
+	for (i = 0; i < PATTERN_DEPTH; i++) {
+		struct call_msg call = { MSG_CALL, mr->handle, mr->offset + (uint64_t)i * PATTERN_SIZE,
+					 PATTERN_SIZE, (uint32_t)i };
+
+		send_now(ep, m, &call, sizeof(call), early, &n);
+		outstanding++;
+	}
+	while (outstanding) {
+		struct rpcrdma_cqe c = n ? early[--n] : next(ep);
+		struct rpcrdma_sge s;
+		struct call_msg reply;
+
+		if (c.op != RPCRDMA_OP_RECV || c.status)
+			die("pattern", c.status);
+		s = slot(m, (int)(uintptr_t)c.ctx - 1, 4096);
+		memcpy(&reply, s.addr, sizeof(reply));
+		rpcrdma_post_recv(ep, &s, c.ctx);
+		outstanding--;
+		done++;
+		if (now_s() < end) {
+			reply.type = MSG_CALL;
+			send_now(ep, m, &reply, sizeof(reply), early, &n);
+			outstanding++;
+		}
+	}
+	dt = now_s() - t0;
+	if (o->json)
+		printf("{\"transport\":\"raw/%s\",\"op\":\"rpc_pattern\",\"size\":%d,\"depth\":%d,"
+		       "\"ops_per_s\":%.0f,\"MBps\":%.1f}\n", prov, PATTERN_SIZE, PATTERN_DEPTH,
+		       done / dt, done * (double)PATTERN_SIZE / dt / 1e6);
+	else
+		printf("%-5s %-14s %8d %5d %12s %10s %10s %10.1f\n", prov, "send/write/send",
+		       PATTERN_SIZE, PATTERN_DEPTH, "-", "-", "-",
+		       done * (double)PATTERN_SIZE / dt / 1e6);
+	rpcrdma_mr_dereg(mr);
+	free(buf);
+}
+
 static int run_provider(const char *prov, const struct opts *o)
 {
 	struct rpcrdma_cqe early[4];
@@ -331,6 +430,7 @@ static int run_provider(const char *prov, const struct opts *o)
 	bandwidth(ep, p, &in, RPCRDMA_OP_READ, REGION, prov, o);
 	bandwidth(ep, p, &in, RPCRDMA_OP_WRITE, 4096, prov, o);
 	bandwidth(ep, p, &in, RPCRDMA_OP_WRITE, REGION, prov, o);
+	rpc_pattern(ep, p, &m, prov, o);
 	send_now(ep, &m, &(struct info){ MSG_BYE, 0, 0 }, sizeof(struct info), early, &n);
 	rpcrdma_ep_close(ep);
 	rpcrdma_mr_dereg(m.mr);

@@ -378,7 +378,7 @@ static void print_ratio(const struct cfg *c, const struct result *a, const struc
 /* ---- the raw ceiling: bench_prov's figures ---- */
 
 struct raw {
-	double pingpong_avg_us, read_mbps_1m, write_mbps_1m, write_mbps_4k;
+	double pingpong_avg_us, read_mbps_1m, write_mbps_1m, write_mbps_4k, pattern_mbps_4k;
 	int have;
 };
 
@@ -411,7 +411,9 @@ static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *o
 			printf("  raw: %s", line);
 		else
 			fputs(line, stdout);
-		if (strstr(line, "send_pingpong"))
+		if (strstr(line, "rpc_pattern"))
+			out->pattern_mbps_4k = json_num(line, "\"MBps\":");
+		else if (strstr(line, "send_pingpong"))
 			out->pingpong_avg_us = json_num(line, "\"avg_us\":");
 		else if (strstr(line, "rdma_read") && big)
 			out->read_mbps_1m = json_num(line, "\"MBps\":");
@@ -441,7 +443,10 @@ static void compare_raw(const struct cfg *c, const struct result *r, const struc
 		print_ratio(c, r, &rr, "MB/s of raw RDMA Write 1 MiB", r->mbps, raw->write_mbps_1m);
 	if (r->op == OP_WRITE && r->size == 1u << 20)
 		print_ratio(c, r, &rr, "MB/s of raw RDMA Read 1 MiB", r->mbps, raw->read_mbps_1m);
-	if (r->op == OP_READ && r->size == 4096)
+	if (r->op == OP_READ && r->size == 4096 && r->depth == 32)
+		print_ratio(c, r, &rr, "MB/s of raw send/RDMA-write/send 4 KiB, 32 in flight", r->mbps,
+			    raw->pattern_mbps_4k);
+	else if (r->op == OP_READ && r->size == 4096)
 		print_ratio(c, r, &rr, "MB/s of raw RDMA Write 4 KiB", r->mbps, raw->write_mbps_4k);
 }
 
