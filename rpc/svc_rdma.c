@@ -6,6 +6,7 @@
  * requests ready, registered with xprt_register(): svc_run() dispatches them through
  * svc_getreq_common(), or rpcrdma_svc_run() does with worker threads. */
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ struct srv {
 	SVCXPRT xprt;
 	SVCXPRT_EXT ext;
 	struct rpcrdma__bufcache cache;  /* reply buffers kept for reuse; under lock */
+	struct rpcrdma_eng_stats closed; /* summed over closed connections */
 	int *spare_fds;                  /* eventfds of closed connections, for new ones */
 	int nspare, spare_cap;
 	struct rpcrdma_svc_opts opts;
@@ -543,8 +545,30 @@ static void conn_fd_release(struct srv *s, int fd)
 	s->spare_fds[s->nspare++] = fd;
 }
 
+static void stats_add(struct rpcrdma_eng_stats *t, const struct rpcrdma_eng_stats *a)
+{
+	const uint64_t *src = (const uint64_t *)a;
+	uint64_t *dst = (uint64_t *)t;
+	size_t i, n = offsetof(struct rpcrdma_eng_stats, inline_send) / sizeof(uint64_t);
+
+	for (i = 0; i < n; i++) {
+		if (&dst[i] == &t->credits_granted || &dst[i] == &t->credits_max)
+			dst[i] = src[i] > dst[i] ? src[i] : dst[i];
+		else
+			dst[i] += src[i];
+	}
+	t->inline_send = a->inline_send > t->inline_send ? a->inline_send : t->inline_send;
+	t->inline_recv = a->inline_recv > t->inline_recv ? a->inline_recv : t->inline_recv;
+}
+
 static void conn_free(struct sconn *c)
 {
+	struct rpcrdma_eng_stats st;
+
+	if (c->eng) {
+		rpcrdma_eng_stats(c->eng, &st);
+		stats_add(&c->srv->closed, &st);
+	}
 	rpcrdma_ep_close(c->ep);
 	rpcrdma_eng_destroy(c->eng);
 	conn_fd_release(c->srv, c->xprt.xp_fd);
@@ -831,6 +855,25 @@ int rpcrdma_svc_stats(SVCXPRT *listener, rpcrdma_svc_stats_fn fn, void *ctx)
 	}
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+int rpcrdma_svc_totals(SVCXPRT *listener, struct rpcrdma_eng_stats *out)
+{
+	struct rpcrdma_eng_stats st;
+	struct sconn *c;
+	struct srv *s;
+
+	if (!listener || listener->xp_ops != &lst_ops || !out)
+		return -RPCRDMA_ERR_INVAL;
+	s = (struct srv *)listener->xp_p1;
+	pthread_mutex_lock(&s->lock);
+	*out = s->closed;
+	for (c = s->conns; c; c = c->next) {
+		rpcrdma_eng_stats(c->eng, &st);
+		stats_add(out, &st);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
 uint16_t svc_rdma_port(SVCXPRT *listener)

@@ -33,7 +33,7 @@ echo "== an unmodified rpcgen program (examples/blockstore) over TCP, RDMA/tcp a
 bash examples/blockstore/test_blockstore.sh build
 echo
 echo "== rpcrdma serve, and a client using every message form: inline, read chunks (WRITE),"
-echo "   write chunks (READ), long call and long reply (ECHO of 1 MiB, no binding)"
+echo "   write chunks (READ), long call and long reply (ECHO of 512 KiB, no binding)"
 log=$(mktemp)
 build/rpcrdma serve --listen 127.0.0.1:0 --tcp 0 >"$log" &
 spid=$!
@@ -41,7 +41,7 @@ trap 'kill $spid 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 50); do grep -q listening "$log" && break; sleep 0.1; done
 read -r _ rport tport <"$log"
 build/rpcrdma ping "127.0.0.1:$rport" -c 3 -i 0.2
-build/rpcrdma perf "127.0.0.1:$rport" --ops null,read,write,echo --sizes 100,1m --depths 1 \
+build/rpcrdma perf "127.0.0.1:$rport" --ops null,read,write,echo --sizes 100,512k --depths 1 \
 	--seconds 0.2 --check
 kill -USR1 $spid
 sleep 0.5

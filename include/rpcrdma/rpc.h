@@ -90,6 +90,9 @@ RPCRDMA_API SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts);
 typedef void (*rpcrdma_svc_stats_fn)(void *ctx, const struct sockaddr *peer,
 				     const struct rpcrdma_eng_stats *st);
 RPCRDMA_API int rpcrdma_svc_stats(SVCXPRT *listener, rpcrdma_svc_stats_fn fn, void *ctx);
+/* Sums over every connection the listener has had, open or closed (counters added; the
+ * credit and threshold fields are the largest seen). */
+RPCRDMA_API int rpcrdma_svc_totals(SVCXPRT *listener, struct rpcrdma_eng_stats *out);
 /* The port the listener got. */
 RPCRDMA_API uint16_t svc_rdma_port(SVCXPRT *listener);
 /* Dispatch requests of every RDMA connection with nthreads worker threads (<= 1: this

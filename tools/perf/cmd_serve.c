@@ -26,7 +26,7 @@ static void on_signal(int sig)
 
 static void print_conn(void *ctx, const struct sockaddr *peer, const struct rpcrdma_eng_stats *st)
 {
-	char addr[64] = "(shm)";
+	char addr[64] = "-";
 	unsigned i;
 
 	(void)ctx;
@@ -55,9 +55,15 @@ static SVCXPRT *listener;
 
 static void print_stats(const char *why)
 {
+	struct rpcrdma_eng_stats all;
+
 	printf("rpcrdma serve: %s\n", why);
 	if (rpcrdma_svc_stats(listener, print_conn, NULL) == 0)
 		printf("  (no connection open)\n");
+	if (!rpcrdma_svc_totals(listener, &all)) {
+		printf("all connections so far:\n");
+		print_conn(NULL, NULL, &all);
+	}
 	fflush(stdout);
 }
 
