@@ -1,4 +1,15 @@
-# Sourced by the two-process tests: start a peer server that prints "listening PORT",
+# Sourced by the two-process tests. With PEER_LIB_TMP=1 set before sourcing, it also makes
+# the scratch folder $out and removes it (and stops the server) on exit.
+if [ "${PEER_LIB_TMP:-}" = 1 ]; then
+	out=$(mktemp -d)
+	peer_cleanup() {
+		[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
+		rm -rf "$out"
+	}
+	trap peer_cleanup EXIT
+fi
+
+# start_server: start a peer server that prints "listening PORT",
 # wait for it, and set $spid and $port. Exits 77 (skip) when the provider is not usable
 # here, 1 when the server fails otherwise. Usage: start_server LOGFILE CMD...
 start_server() {

@@ -6,12 +6,7 @@
 set -u
 BIN=$1
 PROV=$2
-out=$(mktemp -d)
-cleanup() {
-	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
-	rm -rf "$out"
-}
-trap cleanup EXIT
+PEER_LIB_TMP=1
 . "$(dirname "$0")/peer_lib.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 

@@ -7,13 +7,8 @@ PEER=$1
 PROV=$2
 INL=${3:-1024}
 MODE=${4:-plain}
-out=$(mktemp -d)
-cleanup() {
-	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
-	rm -rf "$out"
-}
-trap cleanup EXIT
 
+PEER_LIB_TMP=1
 . "$(dirname "$0")/peer_lib.sh"
 start_server "$out/server" "$PEER" server "$PROV" 0 "$INL" "$MODE"
 timeout 300 "$PEER" client "$PROV" 127.0.0.1 "$port" "$INL" "$MODE"

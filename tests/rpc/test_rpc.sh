@@ -6,12 +6,7 @@ set -u
 SERVER=$1
 CLIENT=$2
 MODE=$3
-out=$(mktemp -d)
-cleanup() {
-	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
-	rm -rf "$out"
-}
-trap cleanup EXIT
+PEER_LIB_TMP=1
 . "$(dirname "$0")/../peer_lib.sh"
 
 run_server() {
