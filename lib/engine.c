@@ -451,12 +451,31 @@ void rpcrdma_eng_shutdown(struct rpcrdma_eng *e, int reason)
 	e->up = saved;
 }
 
+int rpcrdma_eng_sending(const struct rpcrdma_eng *e)
+{
+	return e && !e->dead && e->sq_used > 0;
+}
+
 int rpcrdma_eng_alive(const struct rpcrdma_eng *e)
 {
 	return e && e->started && !e->dead;
 }
 
 /* ---- completions ---- */
+
+/* Post a receive again; a connection already lost is a disconnect, not a lack of
+ * resources (its DISCONNECT event may still be on its way). */
+static void repost(struct rpcrdma_eng *e)
+{
+	int rc;
+
+	if (e->dead)
+		return;
+	rc = rpcrdma__eng_post_recv(e);
+	if (rc)
+		rpcrdma__eng_fail(e, rc, rc == -RPCRDMA_ERR_DISCONN ? RPCRDMA_EC_DISCONNECT :
+				  RPCRDMA_EC_NO_RESOURCES);
+}
 
 static void on_recv(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrdma_cqe *c,
 		    uint64_t now)
@@ -478,16 +497,15 @@ static void on_recv(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrd
 		b->next = e->rfree;
 		e->rfree = b;
 		/* a message that answered no call used a receive meant for a reply */
-		if (!matched && !e->dead && rpcrdma__eng_post_recv(e))
-			rpcrdma__eng_fail(e, -RPCRDMA_ERR_IO, RPCRDMA_EC_NO_RESOURCES);
+		if (!matched)
+			repost(e);
 		return;
 	}
 	rpcrdma__eng_server_recv(e, b->mem, c->len, now);
 	b->next = e->rfree;
 	e->rfree = b;
 	/* keep every receive this connection owns posted (credits already granted) */
-	if (!e->dead && rpcrdma__eng_post_recv(e))
-		rpcrdma__eng_fail(e, -RPCRDMA_ERR_IO, RPCRDMA_EC_NO_RESOURCES);
+	repost(e);
 }
 
 static void on_send(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrdma_cqe *c)

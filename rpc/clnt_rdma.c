@@ -17,6 +17,8 @@
 #define DEF_CONNECT_MS 10000
 #define DEF_TIMEOUT_MS 25000
 #define WAIT_SLICE_MS 1
+#define FLUSH_MS 1000
+#define VOID_REPLY_MAX (24 + 2 * MAX_AUTH_BYTES)
 #define SPIN_POLLS 20000
 
 struct rdma_clnt;
@@ -190,6 +192,10 @@ static struct ccall *new_call(struct rdma_clnt *ct, rpcprog_t prog, rpcvers_t ve
 	}
 	offer_results(call, b, args);
 	call->a.max_reply = b && b->max_reply ? b->max_reply : ct->opts.max_reply;
+	/* a void result cannot make a long reply: header and verifier only, no reply chunk
+	 * (one registration less per call) */
+	if (call->xres == RPCRDMA_XDR_VOID)
+		call->a.max_reply = VOID_REPLY_MAX;
 	return call;
 }
 
@@ -410,7 +416,13 @@ static bool_t rdma_freeres(CLIENT *cl, xdrproc_t xres, void *res)
 static void rdma_destroy(CLIENT *cl)
 {
 	struct rdma_clnt *ct = (struct rdma_clnt *)cl->cl_private;
+	uint64_t until = rpcrdma__rpc_now() + FLUSH_MS;
 
+	/* RDMA_DONEs already posted go out before the connection closes */
+	pthread_mutex_lock(&ct->lock);
+	while (rpcrdma_eng_sending(ct->eng) && rpcrdma__rpc_now() < until)
+		drive(ct, WAIT_SLICE_MS);
+	pthread_mutex_unlock(&ct->lock);
 	rpcrdma_eng_shutdown(ct->eng, -RPCRDMA_ERR_DISCONN);
 	rpcrdma_ep_close(ct->ep);
 	rpcrdma_eng_destroy(ct->eng);

@@ -242,9 +242,10 @@ static int make_plan(struct plan *pl, uint32_t inl)
 	return n;
 }
 
+/* every call done, and every Send of ours (RDMA_DONEs) on the wire */
 static int client_done(struct peer *x)
 {
-	return x->nfree == WINDOW;
+	return x->nfree == WINDOW && !rpcrdma_eng_sending(x->eng);
 }
 
 static int any_free(struct peer *x)

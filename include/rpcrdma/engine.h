@@ -163,6 +163,9 @@ RPCRDMA_API void rpcrdma_eng_on_cqe(struct rpcrdma_eng *e, const struct rpcrdma_
 				    uint64_t now_ms);
 /* Timers: returns the time of the next deadline, or UINT64_MAX. */
 RPCRDMA_API uint64_t rpcrdma_eng_tick(struct rpcrdma_eng *e, uint64_t now_ms);
+/* 1 while operations of ours are still in flight (e.g. RDMA_DONEs whose calls have
+ * completed): drive the endpoint until 0 before closing it, or they are lost. */
+RPCRDMA_API int rpcrdma_eng_sending(const struct rpcrdma_eng *e);
 /* 1 when the engine still works (not failed, not shut down). */
 RPCRDMA_API int rpcrdma_eng_alive(const struct rpcrdma_eng *e);
 
