@@ -301,11 +301,6 @@ int rpcrdma__eng_post_recv(struct rpcrdma_eng *e)
 	return 0;
 }
 
-void rpcrdma__eng_limits(const struct rpcrdma_eng *e, struct rpcrdma_limits *lim)
-{
-	*lim = e->cfg.limits;
-}
-
 void rpcrdma__eng_count(struct rpcrdma_eng *e, uint32_t ec)
 {
 	if (ec < RPCRDMA_EC_COUNT)
@@ -388,8 +383,8 @@ static void unstall_all(struct rpcrdma_eng *e, uint64_t now)
 	}
 }
 
-/* Drop t from the stall queue (its owner is going away). */
-static void unlink_task(struct rpcrdma_eng *e, struct eng_task *t)
+/* Drop t from the stall queue (its owner finished or is going away). */
+void rpcrdma__eng_unstall(struct rpcrdma_eng *e, struct eng_task *t)
 {
 	struct eng_task **pp = &e->stall_head, *prev = NULL;
 
@@ -407,10 +402,6 @@ static void unlink_task(struct rpcrdma_eng *e, struct eng_task *t)
 	t->queued = false;
 }
 
-void rpcrdma__eng_unstall(struct rpcrdma_eng *e, struct eng_task *t)
-{
-	unlink_task(e, t);
-}
 
 static void pump(struct rpcrdma_eng *e, uint64_t now)
 {

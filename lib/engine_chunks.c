@@ -13,7 +13,9 @@ static void add_piece(struct eng_asm *as, uint64_t src, uint64_t dst, uint64_t l
 	as->npieces++;
 }
 
-/* Lay out the whole XDR stream from its inline part and the read chunks (RFC 5666 §3.4,
+/* m must come from rpcrdma_decode() with limits no larger than the defaults.
+ * Returns -RPCRDMA_ERR_PROTO for chunks outside the stream, -RPCRDMA_ERR_RANGE past max_total.
+ * Lay out the whole XDR stream from its inline part and the read chunks (RFC 5666 §3.4,
  * position = offset in the stream with every chunk in place). A chunk whose length is
  * not a multiple of 4 is followed by zero XDR roundup, which requesters leave out of
  * both the chunk and the inline stream (RFC 8166 §3.4.5); a chunk that carries its
@@ -37,6 +39,10 @@ int rpcrdma__asm_plan(struct eng_asm *as, const struct rpcrdma_msg *m, uint64_t 
 		uint32_t pos = m->reads[i].position;
 		uint64_t off;
 
+		/* The codec checked alignment and order, and the range where it knows the
+		 * stream; it cannot for an RDMA_NOMSG whose stream is not in the message (a
+		 * reply chunk, possibly empty, next to read chunks): the range is checked here,
+		 * against the stream actually assembled (fuzz/corpus/engine keeps that case). */
 		clen = rpcrdma_read_chunk_len(m, i, &next);
 		if (pos == 0 || as->nchunks == ENG_MAX_ASM)
 			return -RPCRDMA_ERR_PROTO;

@@ -117,7 +117,6 @@ struct rpcrdma_eng_req {
 	uint32_t state;
 	uint32_t xid;
 	uint32_t credits_asked;
-	int status;
 	bool outstanding;              /* counts against the client's grant */
 	bool dead;                     /* the connection is gone */
 	uint32_t ops_pending;          /* RDMA operations posted */
@@ -144,7 +143,6 @@ struct rpcrdma_eng_req {
 	uint32_t nmrs;
 	uint8_t *flat;                 /* copy of a reply built from several pieces */
 	uint32_t form;                 /* proc of the reply, or RDMA_ERROR */
-	uint32_t err_code;
 	uint32_t inline_mask;          /* items that travel inline */
 	const struct rpcrdma_reply_args *args;
 	bool upper_saw;                /* handed up: reply_done is owed */
@@ -182,7 +180,6 @@ struct rpcrdma_eng {
 	/* client */
 	uint32_t granted;
 	uint32_t in_use;               /* calls and DONEs counted against the grant */
-	uint32_t next_xid_unused;
 	struct eng_list waitq;         /* calls waiting for a credit, in order */
 	struct eng_list inflight;      /* calls sent, being read, or completed not freed */
 	/* server */
@@ -195,7 +192,6 @@ struct rpcrdma_eng {
 	struct rpcrdma__bufcache cache;
 	/* work waiting for resources */
 	struct eng_task *stall_head, *stall_tail;
-	uint32_t in_callback;
 };
 
 /* engine.c */
@@ -217,7 +213,6 @@ int rpcrdma__eng_reg(struct rpcrdma_eng *e, void *addr, size_t len, unsigned acc
 void rpcrdma__eng_dereg(struct rpcrdma_eng *e, struct rpcrdma_mr **mr);
 void rpcrdma__eng_unstall(struct rpcrdma_eng *e, struct eng_task *t);
 uint32_t rpcrdma__eng_take_recvs(struct rpcrdma_eng *e, uint32_t want);
-void rpcrdma__eng_limits(const struct rpcrdma_eng *e, struct rpcrdma_limits *lim);
 
 /* engine_chunks.c */
 int rpcrdma__asm_plan(struct eng_asm *as, const struct rpcrdma_msg *m, uint64_t inline_len,

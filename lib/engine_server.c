@@ -196,7 +196,6 @@ static void reply_error(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint32
 	m->nreads = m->nwrites = 0;
 	m->has_reply = 0;
 	r->form = RPCRDMA_ERROR;
-	r->err_code = code;
 	rpcrdma__eng_count(e, code == RPCRDMA_WIRE_ERR_VERS ? RPCRDMA_EC_ERR_VERS_SENT :
 			   RPCRDMA_EC_ERR_CHUNK_SENT);
 	start_transmit(e, r);
@@ -336,7 +335,7 @@ static void start_call(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 
 	if (rc) {
 		rpcrdma__eng_count(e, rc == -RPCRDMA_ERR_RANGE ? RPCRDMA_EC_TOO_LONG :
-				   RPCRDMA_EC_DECODE);
+				   RPCRDMA_EC_CHUNK_MISMATCH);
 		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
 		return;
 	}

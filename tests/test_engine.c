@@ -1177,15 +1177,19 @@ static void test_disconnect_fails_everything(void)
 	rpcrdma_eng_stats(g.cl.eng, &cs);
 	CHECK_EQ_U(cs.mrs_live, 2);
 	CHECK_EQ_U(cs.errors[RPCRDMA_EC_DISCONNECT], 1);
-	/* the held request: replying now says the connection is gone */
+	/* the held request: replying now says the connection is gone, and reply_done runs
+	 * (it frees the reply's context, as after any other outcome) */
 	{
 		struct echo_reply_ctx *x = calloc(1, sizeof(*x));
+		int before = g.replies_done;
 
 		x->a.xdr = x->hdr;
 		x->a.xdr_len = echo_reply(x->hdr, 1, NULL, 0, &x->item);
+		rpcrdma_eng_req_set_user(g.held[0], x);
 		CHECK_EQ_U((uint32_t)rpcrdma_eng_reply(g.sv.eng, g.held[0], &x->a, g.now),
 			   (uint32_t)-RPCRDMA_ERR_DISCONN);
-		free(x);
+		CHECK_EQ_U(g.replies_done, before + 1);
+		CHECK_EQ_U((uint32_t)g.reply_status[before], (uint32_t)-RPCRDMA_ERR_DISCONN);
 		g.nheld = 0;
 	}
 	CHECK_EQ_U((uint32_t)rpcrdma_eng_call(g.cl.eng, &g.slots[0].a, NULL, g.now, &g.slots[0].c),
@@ -1247,6 +1251,35 @@ static void test_call_abandon(void)
 	pump(&g);
 	CHECK_EQ_U(g.cl.fatal, 1);
 	CHECK_EQ_U(g.completed, 0);
+	rig_down(&g);
+}
+
+/* A reply the engine refuses (items out of order) changes nothing: the request is still
+ * the caller's to answer. */
+static void test_reply_arg_checks(void)
+{
+	struct rig g;
+	struct rpcrdma_ddp_item it[2] = { { 28, 4, "abcd" }, { 24, 4, "efgh" } };
+	struct rpcrdma_reply_args a;
+	uint8_t hdr[32];
+
+	rig_up(&g, NULL);
+	g.hold = 1;
+	start(&g, 10, 0, 0, 128, 0);
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 1);
+	memset(&a, 0, sizeof(a));
+	a.xdr = hdr;
+	a.xdr_len = echo_reply(hdr, g.slots[0].xid, NULL, 0, &it[0]);
+	a.items = it;
+	a.nitems = 2;
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_reply(g.sv.eng, g.held[0], &a, g.now),
+		   (uint32_t)-RPCRDMA_ERR_INVAL);
+	CHECK_EQ_U(g.replies_done, 0);
+	answer(&g, g.held[0]);
+	g.nheld = 0;
+	pump(&g);
+	CHECK(g.slots[0].done && g.slots[0].status == 0 && g.slots[0].verified);
 	rig_down(&g);
 }
 
@@ -1505,6 +1538,7 @@ int main(void)
 	RUN(test_disconnect_fails_everything);
 	RUN(test_call_abandon);
 	RUN(test_call_arg_checks);
+	RUN(test_reply_arg_checks);
 	RUN(test_no_pdata_1024);
 	RUN(test_tight_send_queue_unordered);
 	RUN(test_server_send_queue_full);

@@ -190,7 +190,9 @@ RPCRDMA_API void rpcrdma_eng_call_vers(const struct rpcrdma_eng_call *c, uint32_
  * RPC message in the receive buffer, for rpcrdma_msgp_pad(). */
 RPCRDMA_API void rpcrdma_eng_call_msgp(const struct rpcrdma_eng_call *c, uint32_t *align,
 				       uint32_t *thresh, uint32_t *base);
-/* Abandon (before completion: it completes with -RPCRDMA_ERR_TIMEDOUT first) and free. */
+/* Free a completed call; on a call still in progress, abandon it: no call_done follows,
+ * its memory is withdrawn from the peer at once, and a call already sent keeps its credit
+ * until its reply (dropped) or the connection's end. */
 RPCRDMA_API void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c);
 
 /* ---- responder ---- */
@@ -209,8 +211,9 @@ RPCRDMA_API void rpcrdma_eng_req_msgp(const struct rpcrdma_eng_req *r, uint32_t 
 				      uint32_t *thresh, uint32_t *base);
 /* Send the reply. The engine picks the form (inline, write list, reply chunk, read chunks
  * when configured); when it fits nowhere the caller gets RDMA_ERROR/ERR_CHUNK (RFC 8166
- * §4.5) and this returns -RPCRDMA_ERR_NOSPC. reply_done follows in every case where 0 or
- * -RPCRDMA_ERR_NOSPC is returned; on other errors r is freed at once. */
+ * §4.5) and this returns -RPCRDMA_ERR_NOSPC. -RPCRDMA_ERR_DISCONN: the connection is gone.
+ * reply_done follows (or has already run) for every result except -RPCRDMA_ERR_INVAL, which
+ * changes nothing: r is still the caller's to answer or drop. */
 RPCRDMA_API int rpcrdma_eng_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 				  const struct rpcrdma_reply_args *a, uint64_t now_ms);
 /* Answer nothing (the upper layer drops the call): the credit is given back. */
