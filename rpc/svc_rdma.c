@@ -548,6 +548,11 @@ static void conn_fd_release(struct srv *s, int fd)
 	s->spare_fds[s->nspare++] = fd;
 }
 
+/* Every field before inline_send is a uint64_t counter: they are summed as an array. */
+_Static_assert(offsetof(struct rpcrdma_eng_stats, inline_send) ==
+	       offsetof(struct rpcrdma_eng_stats, errors) + sizeof(uint64_t) * RPCRDMA_EC_COUNT,
+	       "rpcrdma_eng_stats: only uint64_t counters before inline_send");
+
 static void stats_add(struct rpcrdma_eng_stats *t, const struct rpcrdma_eng_stats *a)
 {
 	const uint64_t *src = (const uint64_t *)a;
