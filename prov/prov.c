@@ -3,6 +3,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "pcap_int.h"
 #include "prov_int.h"
 
 int64_t rpcrdma__now_ms(void)
@@ -147,6 +148,27 @@ static int pdata_ok(const void *pdata, size_t len)
 	return len <= RPCRDMA_PDATA_MAX && (pdata || !len);
 }
 
+/* A new connection remembers its side and what it sent, and joins the default capture
+ * (whose failure never fails the connection). */
+static int connected(int rc, struct rpcrdma_ep **out, int active, const void *pdata,
+		     size_t len)
+{
+	struct rpcrdma_pcap *c;
+	struct rpcrdma_ep *ep;
+
+	if (rc)
+		return rc;
+	ep = *out;
+	ep->active = active;
+	ep->my_pdata_len = len;
+	if (len)
+		memcpy(ep->my_pdata, pdata, len);
+	c = rpcrdma_pcap_default();
+	if (c)
+		rpcrdma_ep_capture(ep, c);
+	return 0;
+}
+
 int rpcrdma_accept(struct rpcrdma_connreq *r, const void *pdata, size_t len, int timeout_ms,
 		   struct rpcrdma_ep **out)
 {
@@ -156,7 +178,7 @@ int rpcrdma_accept(struct rpcrdma_connreq *r, const void *pdata, size_t len, int
 		r->prov->ops->reject(r, NULL, 0);
 		return -RPCRDMA_ERR_INVAL;
 	}
-	return r->prov->ops->accept(r, pdata, len, timeout_ms, out);
+	return connected(r->prov->ops->accept(r, pdata, len, timeout_ms, out), out, 0, pdata, len);
 }
 
 void rpcrdma_reject(struct rpcrdma_connreq *r, const void *pdata, size_t len)
@@ -173,7 +195,8 @@ int rpcrdma_connect(struct rpcrdma_prov *p, const char *host, uint16_t port, con
 {
 	if (!p || !out || !pdata_ok(pdata, len))
 		return -RPCRDMA_ERR_INVAL;
-	return p->ops->connect(p, host, port, pdata, len, timeout_ms, out);
+	return connected(p->ops->connect(p, host, port, pdata, len, timeout_ms, out), out, 1,
+			 pdata, len);
 }
 
 const void *rpcrdma_ep_peer_pdata(const struct rpcrdma_ep *ep, size_t *len)
@@ -190,8 +213,11 @@ int rpcrdma_ep_connected(const struct rpcrdma_ep *ep)
 
 void rpcrdma_ep_close(struct rpcrdma_ep *ep)
 {
-	if (ep)
-		ep->prov->ops->ep_close(ep);
+	if (!ep)
+		return;
+	rpcrdma__cap_ep_free(ep->cap);
+	ep->cap = NULL;
+	ep->prov->ops->ep_close(ep);
 }
 
 int rpcrdma_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
@@ -216,18 +242,30 @@ static int sge_ok(const struct rpcrdma_sge *sge)
 	       (size_t)((uint8_t *)sge->addr - (uint8_t *)sge->mr->addr) + sge->len <= sge->mr->len;
 }
 
+/* Capture hooks run only after the provider accepted the operation, so the file shows
+ * what went on the wire. */
 int rpcrdma_post_recv(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx)
 {
+	int rc;
+
 	if (!ep || !sge_ok(sge))
 		return -RPCRDMA_ERR_INVAL;
-	return ep->prov->ops->post_recv(ep, sge, ctx);
+	rc = ep->prov->ops->post_recv(ep, sge, ctx);
+	if (!rc && ep->cap)
+		rpcrdma__cap_on_recv_post(ep->cap, sge, ctx);
+	return rc;
 }
 
 int rpcrdma_post_send(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx)
 {
+	int rc;
+
 	if (!ep || !sge_ok(sge))
 		return -RPCRDMA_ERR_INVAL;
-	return ep->prov->ops->post_send(ep, sge, ctx);
+	rc = ep->prov->ops->post_send(ep, sge, ctx);
+	if (!rc && ep->cap)
+		rpcrdma__cap_on_send(ep->cap, sge);
+	return rc;
 }
 
 static int post_rma(struct rpcrdma_ep *ep, uint32_t op, const struct rpcrdma_sge *local,
@@ -246,7 +284,10 @@ static int post_rma(struct rpcrdma_ep *ep, uint32_t op, const struct rpcrdma_sge
 	for (i = 0; i < nlocal; i++)
 		if (!sge_ok(&local[i]))
 			return -RPCRDMA_ERR_INVAL;
-	return ep->prov->ops->post_rma(ep, op, local, nlocal, remote, nremote, ctx);
+	rc = ep->prov->ops->post_rma(ep, op, local, nlocal, remote, nremote, ctx);
+	if (!rc && ep->cap)
+		rpcrdma__cap_on_rma(ep->cap, op, local, nlocal, remote, nremote, ctx);
+	return rc;
 }
 
 int rpcrdma_post_read(struct rpcrdma_ep *ep, const struct rpcrdma_sge *local, uint32_t nlocal,
@@ -263,9 +304,14 @@ int rpcrdma_post_write(struct rpcrdma_ep *ep, const struct rpcrdma_sge *local, u
 
 int rpcrdma_ep_poll(struct rpcrdma_ep *ep, struct rpcrdma_cqe *out, int max)
 {
+	int n, i;
+
 	if (!ep || !out || max <= 0)
 		return -RPCRDMA_ERR_INVAL;
-	return ep->prov->ops->poll(ep, out, max);
+	n = ep->prov->ops->poll(ep, out, max);
+	for (i = 0; ep->cap && i < n; i++)
+		rpcrdma__cap_on_cqe(ep->cap, &out[i]);
+	return n;
 }
 
 int rpcrdma_ep_wait(struct rpcrdma_ep *ep, int timeout_ms)

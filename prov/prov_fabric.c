@@ -568,6 +568,20 @@ static int fab_peer_addr(struct rpcrdma_ep *base, void *addr, size_t *len)
 	return fi_getpeer(e->ep, addr, len) ? -RPCRDMA_ERR_NOPROV : 0;
 }
 
+/* Our name and the peer's: socket addresses on MSG endpoints, the emulated endpoint
+ * names on RDM ones (the peer's from the address vector). */
+static int fab_names(struct rpcrdma_ep *base, void *local, size_t *llen, void *peer,
+		     size_t *plen)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	if (!e->ep || fi_getname(&e->ep->fid, local, llen))
+		return -RPCRDMA_ERR_NOPROV;
+	if (e->av)
+		return fi_av_lookup(e->av, e->peer, peer, plen) ? -RPCRDMA_ERR_NOPROV : 0;
+	return fi_getpeer(e->ep, peer, plen) ? -RPCRDMA_ERR_NOPROV : 0;
+}
+
 /* ---- posting ---- */
 
 static struct fab_op *op_new(uint32_t opcode, uint32_t npieces, void *ctx)
@@ -1496,6 +1510,7 @@ static const struct rpcrdma_prov_ops fab_ops = {
 	.wait = fab_wait,
 	.ep_fd = fab_ep_fd,
 	.peer_addr = fab_peer_addr,
+	.names = fab_names,
 };
 
 static struct fi_info *make_hints(const char *prov, const char *domain, enum fi_ep_type type)

@@ -32,6 +32,9 @@ struct rpcrdma_prov_ops {
 	int (*ep_fd)(const struct rpcrdma_ep *ep);
 	/* optional: the peer's network address */
 	int (*peer_addr)(struct rpcrdma_ep *ep, void *addr, size_t *len);
+	/* optional: the endpoint's own and its peer's provider names (sockaddrs for MSG
+	 * endpoints), which both sides of a connection see alike; for capture */
+	int (*names)(struct rpcrdma_ep *ep, void *local, size_t *llen, void *peer, size_t *plen);
 };
 
 /* Every implementation's objects start with these. */
@@ -51,11 +54,18 @@ struct rpcrdma_connreq {
 	size_t pdata_len;
 };
 
+struct cap_ep;
+
 struct rpcrdma_ep {
 	struct rpcrdma_prov *prov;
 	int connected;
 	uint8_t peer_pdata[RPCRDMA_PDATA_MAX];
 	size_t peer_pdata_len;
+	/* set by prov.c: which side connected, what we sent, and the capture if any */
+	int active;
+	uint8_t my_pdata[RPCRDMA_PDATA_MAX];
+	size_t my_pdata_len;
+	struct cap_ep *cap;
 };
 
 /* Steering tags we choose ourselves: random 32-bit values (RFC 5042: unpredictable),

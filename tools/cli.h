@@ -23,6 +23,10 @@ void hex_print(FILE *f, const unsigned char *p, size_t n);
 /* JSON for one decoded message; body included when with_body. */
 void msg_json_print(FILE *f, const struct rpcrdma_msg *m, int with_body);
 void msg_json_invalid(FILE *f, const struct rpcrdma_decode_status *st);
+/* The same objects' members without the braces, to embed them in another object */
+void msg_json_fields(FILE *f, const struct rpcrdma_msg *m, int with_body);
+void msg_json_invalid_fields(FILE *f, const struct rpcrdma_decode_status *st);
+int cmd_decode_pcap(const char *path, int json, int fields, int body);
 void msg_text_print(FILE *f, const struct rpcrdma_msg *m);
 
 /* Build m from one JSON object (the shape msg_json_print writes). Body bytes, if any,

@@ -15,8 +15,13 @@ struct decode_opts {
 static void decode_usage(FILE *f)
 {
 	fputs("usage: rpcrdma decode [--json] [--body] [--call|--reply] [HEX...]\n"
+	      "       rpcrdma decode --pcap FILE [--json [--body] | --fields]\n"
 	      "Decode RPC-over-RDMA v1 messages given as hex (one per argument, or one per\n"
-	      "line on standard input; blank lines and lines starting with # are skipped).\n"
+	      "line on standard input; blank lines and lines starting with # are skipped),\n"
+	      "or every Send in a RoCEv2 capture (docs/CAPTURE.md).\n"
+	      "  --pcap F  read the Sends of pcap file F (as written by --pcap / RPCRDMA_PCAP)\n"
+	      "  --fields  with --pcap, one tab-separated line per Send, in the columns of the\n"
+	      "            tshark command in docs/CAPTURE.md\n"
 	      "  --json    one JSON object per message (docs/CLI.md)\n"
 	      "  --body    with --json, add the bytes after the header as \"body\" (hex)\n"
 	      "  --call    decode as sent by a requester (default: from the RPC body)\n"
@@ -89,11 +94,16 @@ static int decode_stream(FILE *in, unsigned char *buf, const struct decode_opts 
 int cmd_decode(int argc, char **argv)
 {
 	struct decode_opts o = { 0, 0, RPCRDMA_DIR_ANY };
-	int i, invalid = 0, rc = 0, nhex = 0;
+	int i, invalid = 0, rc = 0, nhex = 0, fields = 0;
+	const char *pcap = NULL;
 	unsigned char *buf;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+		if (!strcmp(argv[i], "--pcap") && i + 1 < argc)
+			pcap = argv[++i];
+		else if (!strcmp(argv[i], "--fields"))
+			fields = 1;
+		else if (!strcmp(argv[i], "--json"))
 			o.json = 1;
 		else if (!strcmp(argv[i], "--body"))
 			o.body = 1;
@@ -109,6 +119,12 @@ int cmd_decode(int argc, char **argv)
 			return EXIT_USAGE;
 		} else
 			nhex++;
+	}
+	if (pcap && !nhex && o.dir == RPCRDMA_DIR_ANY)
+		return cmd_decode_pcap(pcap, o.json, fields, o.body);
+	if (pcap || fields) {
+		decode_usage(stderr);
+		return EXIT_USAGE;
 	}
 	buf = malloc(MAX_MSG);
 	if (!buf)

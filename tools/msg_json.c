@@ -87,11 +87,11 @@ static void rpc_json(FILE *f, const struct rpcrdma_msg *m)
 	fputc('}', f);
 }
 
-void msg_json_print(FILE *f, const struct rpcrdma_msg *m, int with_body)
+void msg_json_fields(FILE *f, const struct rpcrdma_msg *m, int with_body)
 {
 	const char *name = rpcrdma_proc_name(m->proc);
 
-	fprintf(f, "{\"xid\":\"0x%08" PRIx32 "\",\"vers\":%" PRIu32 ",\"credits\":%" PRIu32
+	fprintf(f, "\"xid\":\"0x%08" PRIx32 "\",\"vers\":%" PRIu32 ",\"credits\":%" PRIu32
 		   ",\"proc\":\"%s\"",
 		m->xid, m->vers, m->credits, name ? name : "unknown");
 	if (m->proc == RPCRDMA_MSGP)
@@ -105,12 +105,25 @@ void msg_json_print(FILE *f, const struct rpcrdma_msg *m, int with_body)
 		hex_print(f, m->body ? m->body : (const unsigned char *)"", m->body ? m->body_len : 0);
 		fputc('"', f);
 	}
+}
+
+void msg_json_print(FILE *f, const struct rpcrdma_msg *m, int with_body)
+{
+	fputc('{', f);
+	msg_json_fields(f, m, with_body);
 	fputs("}\n", f);
 }
 
 void msg_json_invalid(FILE *f, const struct rpcrdma_decode_status *st)
 {
-	fprintf(f, "{\"invalid\":\"%s\",\"answer\":\"%s\",\"offset\":%" PRIu32 "}\n",
+	fputc('{', f);
+	msg_json_invalid_fields(f, st);
+	fputs("}\n", f);
+}
+
+void msg_json_invalid_fields(FILE *f, const struct rpcrdma_decode_status *st)
+{
+	fprintf(f, "\"invalid\":\"%s\",\"answer\":\"%s\",\"offset\":%" PRIu32,
 		rpcrdma_reason_name(st->reason), rpcrdma_wire_err_name(st->answer), st->offset);
 }
 

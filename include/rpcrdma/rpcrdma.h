@@ -6,6 +6,7 @@
 #include "codec.h"
 #include "prov.h"
 #include "engine.h"
+#include "pcap.h"
 
 #define RPCRDMA_LIB_VERSION "0.1.0"
 

@@ -1,0 +1,507 @@
+/* Capture of one endpoint: the connection's synthetic addressing (addresses, QP numbers,
+ * PSNs), and the frames for each event the provider layer reports. An endpoint is used by
+ * one thread at a time, so this state needs no lock; the sink has its own. */
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "pcap_int.h"
+#include "prov_int.h"
+
+#define NAME_MAX_LEN 128
+#define PEND_BUCKETS 64
+#define CM_QKEY 0x80010000u   /* the GSI's well-known Q_Key */
+
+/* A posted receive, or an RDMA Read waiting for its data. */
+struct pend {
+	struct pend *next;
+	void *ctx;
+	uint32_t op;
+	uint32_t psn;                    /* Read: the first request's PSN */
+	uint32_t nlocal, nremote;
+	struct rpcrdma_sge *local;       /* Receive: one piece */
+	struct rpcrdma_segment *remote;
+};
+
+struct cap_ep {
+	struct rpcrdma_pcap *sink;
+	int active, paired;
+	struct cap_path out, in;         /* our frames to the peer; the peer's to us */
+	uint32_t psn_out, psn_in, msn;
+	struct pend *pend[PEND_BUCKETS];
+	uint8_t frame[CAP_FRAME_MAX];
+};
+
+/* Payload source: pieces of local memory, consumed in order. */
+struct cursor {
+	const struct rpcrdma_sge *sge;
+	uint32_t n, i;
+	size_t off;
+};
+
+static void cursor_copy(struct cursor *c, uint8_t *dst, size_t len)
+{
+	while (len && c->i < c->n) {
+		size_t k = c->sge[c->i].len - c->off;
+
+		if (k > len)
+			k = len;
+		memcpy(dst, (const uint8_t *)c->sge[c->i].addr + c->off, k);
+		dst += k;
+		len -= k;
+		c->off += k;
+		if (c->off == c->sge[c->i].len) {
+			c->i++;
+			c->off = 0;
+		}
+	}
+}
+
+/* The opcodes of one message kind, and its extended headers. */
+struct opset {
+	uint8_t first, middle, last, only;
+	const uint8_t *ext_first;        /* also on ONLY */
+	size_t ext_first_len;
+	const uint8_t *ext_last;
+	size_t ext_last_len;
+};
+
+static uint32_t packets(uint64_t len)
+{
+	return len ? (uint32_t)((len + RPCRDMA_PCAP_MTU - 1) / RPCRDMA_PCAP_MTU) : 1;
+}
+
+/* One message as frames of at most the MTU; returns the PSN after it. */
+static uint32_t emit(struct cap_ep *s, const struct cap_path *p, uint32_t psn,
+		     const struct opset *o, struct cursor *cur, uint64_t total)
+{
+	uint64_t off = 0;
+
+	do {
+		size_t n = total - off > RPCRDMA_PCAP_MTU ? RPCRDMA_PCAP_MTU : (size_t)(total - off);
+		int first = off == 0, last = off + n == total;
+		uint8_t op = first && last ? o->only : first ? o->first : last ? o->last : o->middle;
+		const uint8_t *ext = first ? o->ext_first : last ? o->ext_last : NULL;
+		size_t ext_len = first ? o->ext_first_len : last ? o->ext_last_len : 0;
+		size_t hdr = rpcrdma__cap_headers(s->frame, p, op, psn, ext, ext_len);
+
+		cursor_copy(cur, s->frame + hdr, n);
+		rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, p, hdr, n));
+		psn = (psn + 1) & 0xffffff;
+		off += n;
+	} while (off < total);
+	return psn;
+}
+
+static void emit_send(struct cap_ep *s, const struct cap_path *p, uint32_t *psn,
+		      const void *data, uint32_t len)
+{
+	static const struct opset send_ops = { IB_SEND_FIRST, IB_SEND_MIDDLE, IB_SEND_LAST,
+					       IB_SEND_ONLY, NULL, 0, NULL, 0 };
+	struct rpcrdma_sge piece = { NULL, (void *)(uintptr_t)data, len };
+	struct cursor cur = { &piece, 1, 0, 0 };
+
+	rpcrdma__cap_count_send(s->sink, data, len);
+	*psn = emit(s, p, *psn, &send_ops, &cur, len);
+}
+
+/* ---- addressing ---- */
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t mix(uint64_t key, uint64_t salt)
+{
+	return fnv1a(0xcbf29ce484222325ull, &(uint64_t){ key ^ salt }, sizeof(uint64_t));
+}
+
+struct names {
+	uint8_t local[NAME_MAX_LEN], peer[NAME_MAX_LEN];
+	size_t llen, plen;
+};
+
+static int is_inet(const uint8_t *n, size_t len, int *v6)
+{
+	sa_family_t fam;
+
+	if (len < sizeof(sa_family_t))
+		return 0;
+	memcpy(&fam, n, sizeof(fam));
+	*v6 = fam == AF_INET6;
+	return (fam == AF_INET && len >= sizeof(struct sockaddr_in)) ||
+	       (fam == AF_INET6 && len >= sizeof(struct sockaddr_in6));
+}
+
+static void inet_parts(const uint8_t *n, int v6, uint8_t ip[16], uint16_t *port)
+{
+	if (v6) {
+		struct sockaddr_in6 a;
+
+		memcpy(&a, n, sizeof(a));
+		memcpy(ip, &a.sin6_addr, 16);
+		*port = ntohs(a.sin6_port);
+	} else {
+		struct sockaddr_in a;
+
+		memcpy(&a, n, sizeof(a));
+		memset(ip, 0, 16);
+		memcpy(ip, &a.sin_addr, 4);
+		*port = ntohs(a.sin_port);
+	}
+}
+
+static void mac_of(uint8_t mac[6], const uint8_t ip[16], int v6)
+{
+	mac[0] = 0x02;  /* locally administered */
+	mac[1] = 0x00;
+	memcpy(mac + 2, ip + (v6 ? 12 : 0), 4);
+}
+
+/* What both sides of one connection compute alike: [0] the active side, [1] the passive. */
+struct conn_view {
+	uint64_t key;
+	int v6;
+	uint8_t ip[2][16];
+	uint16_t port[2];
+	uint32_t qpn[2], psn[2];
+};
+
+/* Addresses from the provider when it has IP ones; otherwise (shm, mock) loopback
+ * addresses, the connection told apart by its QP numbers. */
+static void conn_view(const struct names *nm, int active, struct conn_view *v)
+{
+	const uint8_t *an = active ? nm->local : nm->peer, *pn = active ? nm->peer : nm->local;
+	size_t al = active ? nm->llen : nm->plen, pl = active ? nm->plen : nm->llen;
+	int v6a = 0, v6p = 0;
+
+	memset(v, 0, sizeof(*v));
+	v->key = fnv1a(fnv1a(0xcbf29ce484222325ull, an, al), pn, pl);
+	if (is_inet(an, al, &v6a) && is_inet(pn, pl, &v6p) && v6a == v6p) {
+		v->v6 = v6a;
+		inet_parts(an, v6a, v->ip[0], &v->port[0]);
+		inet_parts(pn, v6p, v->ip[1], &v->port[1]);
+	} else {
+		v->ip[0][0] = v->ip[1][0] = 127;
+		v->ip[0][3] = 2;
+		v->ip[1][3] = 1;
+		v->port[0] = (uint16_t)(0xc000 | (mix(v->key, 3) & 0x3fff));
+		v->port[1] = (uint16_t)(0xc000 | (mix(v->key, 4) & 0x3fff));
+	}
+	/* QP numbers 0 and 1 are the special QPs; PSN spaces kept apart per direction, as
+	 * Wireshark keys some reassembly state by PSN alone */
+	v->qpn[0] = 0x100 + (uint32_t)(mix(v->key, 1) % 0xfffe00);
+	v->qpn[1] = 0x100 + (uint32_t)(mix(v->key, 2) % 0xfffe00);
+	if (v->qpn[1] == v->qpn[0])
+		v->qpn[1] ^= 0x800000;
+	v->psn[0] = (uint32_t)(mix(v->key, 5) & 0x3fffff);
+	v->psn[1] = 0x800000 | (uint32_t)(mix(v->key, 6) & 0x3fffff);
+}
+
+static void fill_path(struct cap_path *p, const struct conn_view *v, int from, int to)
+{
+	p->v6 = v->v6;
+	memcpy(p->src_ip, v->ip[from], 16);
+	memcpy(p->dst_ip, v->ip[to], 16);
+	mac_of(p->src_mac, v->ip[from], v->v6);
+	mac_of(p->dst_mac, v->ip[to], v->v6);
+	p->sport = (uint16_t)(0xc000 | (v->qpn[from] & 0x3fff));
+	p->dst_qp = v->qpn[to];
+}
+
+static void get_names(struct rpcrdma_ep *ep, struct names *nm)
+{
+	nm->llen = nm->plen = NAME_MAX_LEN;
+	if (!ep->prov->ops->names ||
+	    ep->prov->ops->names(ep, nm->local, &nm->llen, nm->peer, &nm->plen)) {
+		/* no names: this endpoint alone, never paired */
+		memcpy(nm->local, &ep, sizeof(ep));
+		nm->llen = sizeof(ep);
+		nm->plen = 0;
+	}
+}
+
+/* ---- connection management frames ---- */
+
+static void emit_mad(struct cap_ep *s, const struct cap_path *dir, const uint8_t *mad)
+{
+	struct cap_path p = *dir;
+	uint8_t deth[CAP_DETH_LEN];
+	size_t hdr;
+
+	p.dst_qp = 1;
+	rpcrdma__cap_deth(deth, CM_QKEY, 1);
+	hdr = rpcrdma__cap_headers(s->frame, &p, IB_UD_SEND_ONLY, 0, deth, sizeof(deth));
+	memcpy(s->frame + hdr, mad, CAP_MAD_LEN);
+	rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, &p, hdr, CAP_MAD_LEN));
+}
+
+static void emit_cm(struct cap_ep *s, const struct conn_view *v, const struct rpcrdma_ep *ep)
+{
+	const struct cap_path *to_passive = s->active ? &s->out : &s->in;
+	const struct cap_path *to_active = s->active ? &s->in : &s->out;
+	int me = s->active ? 0 : 1;
+	uint8_t mad[CAP_MAD_LEN];
+	struct cap_cm cm;
+
+	memset(&cm, 0, sizeof(cm));
+	cm.tid = mix(v->key, 7);
+	cm.comm_id[0] = (uint32_t)mix(v->key, 8);
+	cm.comm_id[1] = (uint32_t)mix(v->key, 9);
+	memcpy(cm.qpn, v->qpn, sizeof(cm.qpn));
+	memcpy(cm.psn, v->psn, sizeof(cm.psn));
+	memcpy(cm.port, v->port, sizeof(cm.port));
+	memcpy(cm.ip, v->ip, sizeof(cm.ip));
+	cm.v6 = v->v6;
+	cm.pdata[me] = ep->my_pdata;
+	cm.pdata_len[me] = ep->my_pdata_len;
+	cm.pdata[!me] = ep->peer_pdata;
+	cm.pdata_len[!me] = ep->peer_pdata_len;
+	rpcrdma__cap_cm_req(mad, &cm);
+	emit_mad(s, to_passive, mad);
+	rpcrdma__cap_cm_rep(mad, &cm);
+	emit_mad(s, to_active, mad);
+	rpcrdma__cap_cm_rtu(mad, &cm);
+	emit_mad(s, to_passive, mad);
+}
+
+static void pend_free(struct pend *p)
+{
+	if (!p)
+		return;
+	free(p->local);
+	free(p->remote);
+	free(p);
+}
+
+void rpcrdma__cap_ep_free(struct cap_ep *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < PEND_BUCKETS; i++) {
+		struct pend *p;
+
+		while ((p = s->pend[i])) {
+			s->pend[i] = p->next;
+			pend_free(p);
+		}
+	}
+	rpcrdma__cap_unregister(s->sink, s);
+	rpcrdma__cap_unref(s->sink);
+	free(s);
+}
+
+static int cap_ep_new(struct rpcrdma_ep *ep, struct rpcrdma_pcap *c, struct cap_ep **out)
+{
+	struct cap_ep *s = calloc(1, sizeof(*s));
+	struct conn_view v;
+	struct names nm;
+	int me, peer;
+
+	if (!s)
+		return -RPCRDMA_ERR_NOMEM;
+	get_names(ep, &nm);
+	s->active = ep->active;
+	conn_view(&nm, s->active, &v);
+	me = s->active ? 0 : 1;
+	peer = !me;
+	fill_path(&s->out, &v, me, peer);
+	fill_path(&s->in, &v, peer, me);
+	s->psn_out = v.psn[me];
+	s->psn_in = v.psn[peer];
+	s->sink = c;
+	rpcrdma__cap_ref(c);
+	/* the side captured second finds the first: the first wrote the CM frames */
+	if (!rpcrdma__cap_register(c, s, v.key, s->active))
+		emit_cm(s, &v, ep);
+	*out = s;
+	return 0;
+}
+
+int rpcrdma_ep_capture(struct rpcrdma_ep *ep, struct rpcrdma_pcap *c)
+{
+	struct cap_ep *s = NULL;
+	int rc;
+
+	if (!ep)
+		return -RPCRDMA_ERR_INVAL;
+	if (c) {
+		rc = cap_ep_new(ep, c, &s);
+		if (rc)
+			return rc;
+	}
+	rpcrdma__cap_ep_free(ep->cap);
+	ep->cap = s;
+	return 0;
+}
+
+/* ---- events ---- */
+
+static struct pend **bucket(struct cap_ep *s, const void *ctx)
+{
+	return &s->pend[((uintptr_t)ctx >> 4) % PEND_BUCKETS];
+}
+
+static void pend_add(struct cap_ep *s, struct pend *p)
+{
+	struct pend **b = bucket(s, p->ctx);
+
+	p->next = *b;
+	*b = p;
+}
+
+static struct pend *pend_take(struct cap_ep *s, const void *ctx)
+{
+	struct pend **pp, *p;
+
+	for (pp = bucket(s, ctx); (p = *pp); pp = &p->next) {
+		if (p->ctx == ctx) {
+			*pp = p->next;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static struct pend *pend_new(void *ctx, uint32_t op, const struct rpcrdma_sge *local,
+			     uint32_t nlocal, const struct rpcrdma_segment *remote,
+			     uint32_t nremote)
+{
+	struct pend *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->ctx = ctx;
+	p->op = op;
+	p->nlocal = nlocal;
+	p->nremote = nremote;
+	p->local = malloc(sizeof(*local) * nlocal);
+	p->remote = nremote ? malloc(sizeof(*remote) * nremote) : NULL;
+	if (!p->local || (nremote && !p->remote)) {
+		pend_free(p);
+		return NULL;
+	}
+	memcpy(p->local, local, sizeof(*local) * nlocal);
+	if (nremote)
+		memcpy(p->remote, remote, sizeof(*remote) * nremote);
+	return p;
+}
+
+static int paired(struct cap_ep *s)
+{
+	/* checked per event: the other side may be captured later, or go first */
+	s->paired = rpcrdma__cap_paired(s->sink, s);
+	return s->paired;
+}
+
+void rpcrdma__cap_on_send(struct cap_ep *s, const struct rpcrdma_sge *sge)
+{
+	emit_send(s, &s->out, &s->psn_out, sge->addr, sge->len);
+}
+
+/* A receive is written when it completes, unless the sender is captured in the same
+ * file, which wrote it already. */
+void rpcrdma__cap_on_recv_post(struct cap_ep *s, const struct rpcrdma_sge *sge, void *ctx)
+{
+	struct pend *p;
+
+	if (paired(s))
+		return;
+	p = pend_new(ctx, RPCRDMA_OP_RECV, sge, 1, NULL, 0);
+	if (p)
+		pend_add(s, p);
+}
+
+static void emit_writes(struct cap_ep *s, const struct rpcrdma_sge *local, uint32_t nlocal,
+			const struct rpcrdma_segment *remote, uint32_t nremote)
+{
+	struct cursor cur = { local, nlocal, 0, 0 };
+	uint8_t reth[CAP_RETH_LEN];
+	struct opset o = { IB_WRITE_FIRST, IB_WRITE_MIDDLE, IB_WRITE_LAST, IB_WRITE_ONLY,
+			   reth, sizeof(reth), NULL, 0 };
+	uint32_t i;
+
+	for (i = 0; i < nremote; i++) {
+		rpcrdma__cap_reth(reth, remote[i].offset, remote[i].handle, remote[i].length);
+		s->psn_out = emit(s, &s->out, s->psn_out, &o, &cur, remote[i].length);
+	}
+}
+
+/* One READ REQUEST per remote segment; the responses, which carry the requester's PSNs,
+ * are written when the data has arrived. */
+static void emit_read_requests(struct cap_ep *s, const struct rpcrdma_segment *remote,
+			       uint32_t nremote)
+{
+	uint8_t reth[CAP_RETH_LEN];
+	uint32_t i;
+
+	for (i = 0; i < nremote; i++) {
+		size_t hdr;
+
+		rpcrdma__cap_reth(reth, remote[i].offset, remote[i].handle, remote[i].length);
+		hdr = rpcrdma__cap_headers(s->frame, &s->out, IB_READ_REQUEST, s->psn_out, reth,
+					   sizeof(reth));
+		rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, &s->out, hdr, 0));
+		s->psn_out = (s->psn_out + packets(remote[i].length)) & 0xffffff;
+	}
+}
+
+static void emit_read_responses(struct cap_ep *s, const struct pend *p)
+{
+	struct cursor cur = { p->local, p->nlocal, 0, 0 };
+	uint8_t aeth[CAP_AETH_LEN];
+	struct opset o = { IB_READ_RESP_FIRST, IB_READ_RESP_MIDDLE, IB_READ_RESP_LAST,
+			   IB_READ_RESP_ONLY, aeth, sizeof(aeth), aeth, sizeof(aeth) };
+	uint32_t psn = p->psn, i;
+
+	for (i = 0; i < p->nremote; i++) {
+		rpcrdma__cap_aeth(aeth, s->msn = (s->msn + 1) & 0xffffff);
+		psn = emit(s, &s->in, psn, &o, &cur, p->remote[i].length);
+	}
+}
+
+void rpcrdma__cap_on_rma(struct cap_ep *s, uint32_t op, const struct rpcrdma_sge *local,
+			 uint32_t nlocal, const struct rpcrdma_segment *remote, uint32_t nremote,
+			 void *ctx)
+{
+	struct pend *p;
+
+	rpcrdma__cap_count_rma(s->sink, op);
+	if (op == RPCRDMA_OP_WRITE) {
+		emit_writes(s, local, nlocal, remote, nremote);
+		return;
+	}
+	p = pend_new(ctx, op, local, nlocal, remote, nremote);
+	if (p) {
+		p->psn = s->psn_out;
+		pend_add(s, p);
+	}
+	emit_read_requests(s, remote, nremote);
+}
+
+void rpcrdma__cap_on_cqe(struct cap_ep *s, const struct rpcrdma_cqe *c)
+{
+	struct pend *p;
+
+	if (c->op != RPCRDMA_OP_RECV && c->op != RPCRDMA_OP_READ)
+		return;
+	p = pend_take(s, c->ctx);
+	if (!p)
+		return;
+	if (!c->status && c->op == RPCRDMA_OP_RECV && c->len <= p->local[0].len && !paired(s))
+		emit_send(s, &s->in, &s->psn_in, p->local[0].addr, c->len);
+	else if (!c->status && c->op == RPCRDMA_OP_READ)
+		emit_read_responses(s, p);
+	pend_free(p);
+}
