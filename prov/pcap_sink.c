@@ -27,6 +27,7 @@ struct pair {
 struct rpcrdma_pcap {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	pthread_cond_t drained;     /* the writer has nothing left and is not writing */
 	pthread_t writer;
 	int fd;
 	char path[PATH_MAX];
@@ -36,7 +37,7 @@ struct rpcrdma_pcap {
 	size_t len;                 /* bytes in buf[active] */
 	uint64_t nframes, ntrunc;   /* frames in buf[active], and how many were cut */
 	int active;
-	int closing, closed;
+	int closing, closed, writing;
 	int refs;                   /* the opener and each attached endpoint */
 	struct rpcrdma_pcap_stats st;
 	struct pair *pairs;
@@ -76,8 +77,10 @@ static void *writer_main(void *arg)
 		uint64_t frames, trunc;
 		int bad;
 
-		while (!c->len && !c->closing)
+		while (!c->len && !c->closing) {
+			pthread_cond_broadcast(&c->drained);
 			pthread_cond_wait(&c->wake, &c->lock);
+		}
 		if (!c->len)
 			break;
 		out = c->buf[c->active];
@@ -87,9 +90,11 @@ static void *writer_main(void *arg)
 		c->active ^= 1;
 		c->len = 0;
 		c->nframes = c->ntrunc = 0;
+		c->writing = 1;
 		pthread_mutex_unlock(&c->lock);
 		bad = write_all(c->fd, out, n);
 		pthread_mutex_lock(&c->lock);
+		c->writing = 0;
 		if (bad) {
 			c->st.write_errors += frames;
 		} else {
@@ -98,6 +103,7 @@ static void *writer_main(void *arg)
 			c->st.bytes += n - frames * REC_HDR;
 		}
 	}
+	pthread_cond_broadcast(&c->drained);
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
@@ -128,6 +134,7 @@ static void sink_free(struct rpcrdma_pcap *c)
 	free(c->buf[0]);
 	free(c->buf[1]);
 	pthread_cond_destroy(&c->wake);
+	pthread_cond_destroy(&c->drained);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -151,6 +158,7 @@ static int sink_alloc(const struct rpcrdma_pcap_opts *o, struct rpcrdma_pcap **o
 	c->refs = 1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->wake, NULL);
+	pthread_cond_init(&c->drained, NULL);
 	*out = c;
 	if (!c->buf[0] || !c->buf[1]) {
 		sink_free(c);
@@ -227,6 +235,18 @@ void rpcrdma_pcap_close(struct rpcrdma_pcap *c)
 	pthread_mutex_unlock(&c->lock);
 	close(c->fd);
 	rpcrdma__cap_unref(c);
+}
+
+void rpcrdma_pcap_flush(struct rpcrdma_pcap *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	while ((c->len || c->writing) && !c->closed) {
+		pthread_cond_signal(&c->wake);
+		pthread_cond_wait(&c->drained, &c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 void rpcrdma_pcap_stats(struct rpcrdma_pcap *c, struct rpcrdma_pcap_stats *out)
@@ -393,6 +413,7 @@ static void close_env_default(void)
 
 	if (!c)
 		return;
+	rpcrdma_pcap_flush(c);
 	rpcrdma_pcap_stats(c, &st);
 	if (st.dropped || st.write_errors)
 		fprintf(stderr, "rpcrdma: capture %s: %llu frames dropped (buffer full), %llu lost "

@@ -861,6 +861,20 @@ static void mock_close(struct rpcrdma_prov *p)
 	free(mp);
 }
 
+/* Names for capture: the endpoints' addresses in this process, alike on both sides. */
+static int mock_names(struct rpcrdma_ep *ep, void *local, size_t *llen, void *peer,
+		      size_t *plen)
+{
+	struct mock_ep *e = (struct mock_ep *)ep;
+
+	if (!e->peer || *llen < sizeof(void *) || *plen < sizeof(void *))
+		return -RPCRDMA_ERR_NOPROV;
+	memcpy(local, &e, sizeof(void *));
+	memcpy(peer, &e->peer, sizeof(void *));
+	*llen = *plen = sizeof(void *);
+	return 0;
+}
+
 static const struct rpcrdma_prov_ops mock_ops = {
 	.close = mock_close,
 	.listen = mock_listen,
@@ -879,6 +893,7 @@ static const struct rpcrdma_prov_ops mock_ops = {
 	.poll = mock_poll,
 	.wait = mock_wait,
 	.ep_fd = mock_ep_fd,
+	.names = mock_names,
 };
 
 int rpcrdma__prov_mock_open(struct rpcrdma_prov **out)
@@ -960,6 +975,14 @@ int rpcrdma_mock_pair(struct rpcrdma_prov *p, const void *pdata_a, size_t len_a,
 	link_pair(ea, eb);
 	set_pdata(ea, pdata_b, len_b);
 	set_pdata(eb, pdata_a, len_a);
+	/* as if a had connected to b: what prov.c records for connect and accept */
+	ea->base.active = 1;
+	if (len_a)
+		memcpy(ea->base.my_pdata, pdata_a, len_a);
+	ea->base.my_pdata_len = len_a;
+	if (len_b)
+		memcpy(eb->base.my_pdata, pdata_b, len_b);
+	eb->base.my_pdata_len = len_b;
 	pthread_mutex_unlock(&mp->lock);
 	*a = &ea->base;
 	*b = &eb->base;

@@ -19,12 +19,14 @@
 
 #define WINDOW 32
 #define TIMEOUT_MS 20000
+#define ERR_XID 0x5eee0000u    /* the call whose reply fits nowhere */
+#define ERR_LEN 4096u
 
 struct peer {
 	struct rpcrdma_prov *p;
 	struct rpcrdma_ep *ep;
 	struct rpcrdma_eng *eng;
-	int fatal, bad, requests, completed, failed;
+	int fatal, bad, requests, completed, failed, err_chunk;
 	struct echo_slot slots[WINDOW];
 	int free_slots[WINDOW], nfree;
 };
@@ -55,7 +57,9 @@ static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
 {
 	struct peer *x = ctx;
 
-	if (status) {
+	if (status && rpcrdma_eng_req_xid(r) == ERR_XID) {
+		x->err_chunk++;
+	} else if (status) {
 		fprintf(stderr, "server: reply %08x: %s\n", rpcrdma_eng_req_xid(r),
 			rpcrdma_strerror(status));
 		x->bad++;
@@ -69,7 +73,13 @@ static void on_call_done(void *ctx, struct rpcrdma_eng_call *c)
 	struct echo_slot *s = rpcrdma_eng_call_user(c);
 	int status = rpcrdma_eng_call_status(c);
 
-	if (status || !echo_verify(s, c)) {
+	if (s->xid == ERR_XID) {
+		/* answered RDMA_ERROR / ERR_CHUNK: the call fails as a protocol error */
+		if (status == -RPCRDMA_ERR_PROTO)
+			x->err_chunk++;
+		else
+			x->failed++;
+	} else if (status || !echo_verify(s, c)) {
 		fprintf(stderr, "client: call %08x (%u bytes): %s\n", s->xid, s->len,
 			status ? rpcrdma_strerror(status) : "result differs");
 		x->failed++;
@@ -204,7 +214,8 @@ static int serve(const char *prov, uint16_t port, uint32_t inl)
 		return 1;
 	drive(&x, server_done);
 	print_stats("server", x.eng);
-	printf("server: %d requests, %d bad\n", x.requests, x.bad);
+	printf("server: %d requests, %d bad, %d answered ERR_CHUNK\n", x.requests, x.bad,
+	       x.err_chunk);
 	rpcrdma_ep_close(x.ep);
 	rpcrdma_eng_destroy(x.eng);
 	rpcrdma_listener_close(l);
@@ -236,6 +247,7 @@ static int make_plan(struct plan *pl, uint32_t inl)
 				pl[n].len = sizes[i];
 				pl[n].ddp_arg = combo & 1;
 				pl[n].ddp_res = (combo >> 1) & 1;
+				pl[n].long_reply = 0;
 				n++;
 			}
 		}
@@ -289,6 +301,12 @@ static int run_client(const char *prov, const char *host, uint16_t port, uint32_
 	for (i = 0; i < WINDOW; i++)
 		x.free_slots[x.nfree++] = WINDOW - 1 - i;
 	n = make_plan(pl, inl);
+	if (!rfc5666) {
+		pl[n].len = ERR_LEN;
+		pl[n].ddp_arg = pl[n].ddp_res = 0;
+		pl[n].long_reply = -1;   /* marks the ERR_CHUNK call */
+		n++;
+	}
 	t0 = now_ms();
 	while (next < n && !x.fatal) {
 		while (x.nfree && next < n) {
@@ -297,8 +315,11 @@ static int run_client(const char *prov, const char *host, uint16_t port, uint32_
 
 			/* a reply chunk for results not in a write chunk, except in RFC 5666
 			 * mode: there the server offers them as read chunks */
-			echo_slot_setup(s, 0x5000u + (uint32_t)next, q->len, q->ddp_arg, q->ddp_res,
-					rfc5666 ? 256 : q->len + 64);
+			if (q->long_reply < 0)
+				echo_slot_setup(s, ERR_XID, q->len, 0, 0, 256);
+			else
+				echo_slot_setup(s, 0x5000u + (uint32_t)next, q->len, q->ddp_arg,
+						q->ddp_res, rfc5666 ? 256 : q->len + 64);
 			rc = rpcrdma_eng_call(x.eng, &s->a, s, now_ms(), &s->c);
 			if (rc) {
 				fprintf(stderr, "call: %s\n", rpcrdma_strerror(rc));
@@ -316,12 +337,13 @@ static int run_client(const char *prov, const char *host, uint16_t port, uint32_
 	if (drive(&x, client_done) < 0)
 		x.failed++;
 	print_stats("client", x.eng);
-	printf("client: %d calls, %d completed, %d failed, %.1f MB moved in %" PRIu64 " ms\n",
-	       n, x.completed, x.failed, (double)bytes / 1e6, now_ms() - t0);
+	printf("client: %d calls, %d completed, %d failed, %d answered ERR_CHUNK as expected, "
+	       "%.1f MB moved in %" PRIu64 " ms\n", n, x.completed, x.failed, x.err_chunk,
+	       (double)bytes / 1e6, now_ms() - t0);
 	rpcrdma_ep_close(x.ep);
 	rpcrdma_eng_destroy(x.eng);
 	rpcrdma_prov_close(x.p);
-	return x.failed || x.completed != n || x.fatal;
+	return x.failed || x.completed != n || x.fatal || x.err_chunk != !rfc5666;
 }
 
 int main(int argc, char **argv)

@@ -60,6 +60,8 @@ RPCRDMA_API int rpcrdma_pcap_open(const char *path, const struct rpcrdma_pcap_op
 /* Write what is buffered, stop the writer, close the file. Endpoints still attached
  * stop capturing. Accepts NULL. */
 RPCRDMA_API void rpcrdma_pcap_close(struct rpcrdma_pcap *c);
+/* Wait until every frame queued so far is in the file (or lost to a write error). */
+RPCRDMA_API void rpcrdma_pcap_flush(struct rpcrdma_pcap *c);
 RPCRDMA_API void rpcrdma_pcap_stats(struct rpcrdma_pcap *c, struct rpcrdma_pcap_stats *out);
 RPCRDMA_API const char *rpcrdma_pcap_path(const struct rpcrdma_pcap *c);
 

@@ -34,6 +34,8 @@ struct cfg {
 	int nsizes;
 	int depths[8];
 	int ndepths;
+	const char *pcap;
+	uint32_t snaplen;
 };
 
 struct result {
@@ -486,13 +488,16 @@ static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
 	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
-	      "                    [--compare] [--check] [--json]\n"
+	      "                    [--compare] [--check] [--json] [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
 	      "started) for each operation x size x calls in flight. Without HOST it starts\n"
 	      "`rpcrdma serve` in a child on loopback. --compare also runs each over ONC RPC/TCP\n"
 	      "(libtirpc; needs the server's --tcp port) and the raw provider ceiling\n"
 	      "(bench_prov), and prints ratios. --check verifies every payload. echo (not in\n"
-	      "the default set) sends its data inline both ways: long calls and replies.\n", f);
+	      "the default set) sends its data inline both ways: long calls and replies.\n"
+	      PS_PCAP_USAGE
+	      "                       (the client's side; a server perf starts is not captured)\n",
+	      f);
 }
 
 static int parse(int argc, char **argv, struct cfg *c)
@@ -502,13 +507,14 @@ static int parse(int argc, char **argv, struct cfg *c)
 		{ "seconds", required_argument, 0, 's' }, { "ops", required_argument, 0, 'o' },
 		{ "sizes", required_argument, 0, 'z' }, { "depths", required_argument, 0, 'd' },
 		{ "compare", no_argument, 0, 'C' }, { "check", no_argument, 0, 'k' },
-		{ "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "json", no_argument, 0, 'j' }, PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 }
 	};
 	uint32_t d[8];
 	int ch, i;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:Ckjh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjP:S:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'p': c->provider = optarg; break;
 		case 'T': c->tcp_port = (uint16_t)atoi(optarg); break;
@@ -523,6 +529,8 @@ static int parse(int argc, char **argv, struct cfg *c)
 		case 'C': c->compare = 1; break;
 		case 'k': c->check = 1; break;
 		case 'j': c->json = 1; break;
+		case 'P': c->pcap = optarg; break;
+		case 'S': c->snaplen = (uint32_t)atoi(optarg); break;
 		case 'h': usage(stdout); exit(EXIT_OK);
 		default: return -1;
 		}
@@ -548,6 +556,8 @@ static int start_server(struct cfg *c)
 		uint16_t r = 0, t = 0;
 
 		close(fds[0]);
+		/* one process per capture file: the environment's is the client's */
+		unsetenv("RPCRDMA_PCAP");
 		if (!ps_serve(c->provider, "127.0.0.1", 0, 0, 1, &r, &t, NULL))
 			_exit(1);
 		ports[0] = r;
@@ -595,6 +605,8 @@ int cmd_perf(int argc, char **argv)
 		fprintf(stderr, "rpcrdma perf: cannot start a server over %s\n", c.provider);
 		return EXIT_FAIL;
 	}
+	if (c.pcap && ps_pcap_start(c.pcap, c.snaplen))
+		return EXIT_FAIL;
 	wdata = malloc(PS_MAX);
 	for (s = 0; s < c.nsizes; s++)
 		if (c.sizes[s] > wdata_sum_len && c.sizes[s] <= PS_MAX)
@@ -638,6 +650,7 @@ int cmd_perf(int argc, char **argv)
 		}
 	}
 	progress(&c, total, total, 0);
+	ps_pcap_stop();
 	if (c.child > 0) {
 		kill(c.child, SIGTERM);
 		waitpid(c.child, NULL, 0);

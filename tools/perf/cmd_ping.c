@@ -27,7 +27,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma ping HOST[:PORT] [-c COUNT] [-i SECONDS] [--provider NAME|--tirpc]\n"
 	      "NULL RPC round trips to `rpcrdma serve` (port 20049 unless given); prints each,\n"
-	      "then min/avg/max/p99. --tirpc pings its ONC RPC/TCP port instead.\n", f);
+	      "then min/avg/max/p99. --tirpc pings its ONC RPC/TCP port instead.\n"
+	      PS_PCAP_USAGE, f);
 }
 
 int cmd_ping(int argc, char **argv)
@@ -35,23 +36,26 @@ int cmd_ping(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "provider", required_argument, 0, 'p' }, { "tirpc", no_argument, 0, 'T' },
 		{ "count", required_argument, 0, 'c' }, { "interval", required_argument, 0, 'i' },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
-	const char *provider = "tcp";
+	const char *provider = "tcp", *pcap = NULL;
 	char host[256];
 	uint16_t port;
+	uint32_t snaplen = 0;
 	int count = 10, c, i, got = 0;
 	double interval = 1.0, *rtt, sum = 0;
 	struct timeval tv = { 5, 0 };
 	CLIENT *cl;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:Tc:i:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:Tc:i:P:S:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': provider = optarg; break;
 		case 'T': provider = NULL; break;
 		case 'c': count = atoi(optarg); break;
 		case 'i': interval = atof(optarg); break;
+		case 'P': pcap = optarg; break;
+		case 'S': snaplen = (uint32_t)atoi(optarg); break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
 		}
@@ -61,9 +65,12 @@ int cmd_ping(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	if (pcap && ps_pcap_start(pcap, snaplen))
+		return EXIT_FAIL;
 	cl = ps_client(provider, host, port);
 	if (!cl) {
 		clnt_pcreateerror("rpcrdma ping");
+		ps_pcap_stop();
 		return EXIT_FAIL;
 	}
 	rtt = calloc((size_t)count, sizeof(*rtt));
@@ -99,5 +106,6 @@ int cmd_ping(int argc, char **argv)
 	}
 	free(rtt);
 	clnt_destroy(cl);
+	ps_pcap_stop();
 	return got == count ? EXIT_OK : EXIT_FAIL;
 }

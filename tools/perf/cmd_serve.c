@@ -64,6 +64,7 @@ static void print_stats(const char *why)
 		printf("all connections so far:\n");
 		print_conn(NULL, NULL, &all);
 	}
+	ps_pcap_report(stdout);
 	fflush(stdout);
 }
 
@@ -81,6 +82,7 @@ static void *watcher(void *arg)
 		}
 		if (want_exit) {
 			print_stats("statistics at exit");
+			ps_pcap_stop();   /* _exit skips atexit: write the capture out first */
 			_exit(0);
 		}
 	}
@@ -96,13 +98,14 @@ static void *rdma_workers(void *arg)
 static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma serve [--provider tcp|shm|verbs|NAME] [--listen HOST:PORT]\n"
-	      "                     [--threads N] [--tcp PORT]\n"
+	      "                     [--threads N] [--tcp PORT] [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Serves the built-in test program (NULL, ECHO, READ by write chunk, WRITE by read\n"
 	      "chunk; long calls and replies) over RPC-over-RDMA; --tcp also over ONC RPC/TCP.\n"
 	      "RDMA requests are dispatched on the connection-progress thread, or by N worker\n"
 	      "threads with --threads N.\n"
 	      "Port 20049 unless given (0: any). Statistics on SIGUSR1 and at exit (SIGINT,\n"
-	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready.\n", f);
+	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready.\n"
+	      PS_PCAP_USAGE, f);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -110,16 +113,17 @@ int cmd_serve(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "provider", required_argument, 0, 'p' }, { "listen", required_argument, 0, 'l' },
 		{ "threads", required_argument, 0, 't' }, { "tcp", required_argument, 0, 'T' },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
-	const char *provider = "tcp";
+	const char *provider = "tcp", *pcap = NULL;
 	char host[256] = "";
 	uint16_t port = PS_DEFAULT_PORT, rport = 0, tport = 0;
+	uint32_t snaplen = 0;
 	int threads = 1, tcp = -1, c;
 	pthread_t th;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:l:t:T:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:l:t:T:P:S:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': provider = optarg; break;
 		case 'l':
@@ -130,6 +134,8 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 't': threads = atoi(optarg); break;
 		case 'T': tcp = atoi(optarg); break;
+		case 'P': pcap = optarg; break;
+		case 'S': snaplen = (uint32_t)atoi(optarg); break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
 		}
@@ -147,6 +153,8 @@ int cmd_serve(int argc, char **argv)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
+	if (pcap && ps_pcap_start(pcap, snaplen))
+		return EXIT_FAIL;
 	listener = ps_serve(provider, host[0] ? host : NULL, port, tcp, threads == 1, &rport,
 			    &tport, NULL);
 	if (!listener) {

@@ -243,3 +243,53 @@ CLIENT *ps_client(const char *provider, const char *host, uint16_t port)
 	freeaddrinfo(ai);
 	return cl;
 }
+
+/* ---- capture ---- */
+
+static struct rpcrdma_pcap *ps_pcap;
+
+int ps_pcap_start(const char *path, uint32_t snaplen)
+{
+	struct rpcrdma_pcap_opts o = { snaplen, 0 };
+	int rc = rpcrdma_pcap_open(path, &o, &ps_pcap);
+
+	if (rc) {
+		fprintf(stderr, "rpcrdma: cannot write capture %s: %s\n", path, rpcrdma_strerror(rc));
+		return -1;
+	}
+	rpcrdma_pcap_set_default(ps_pcap);
+	return 0;
+}
+
+void ps_pcap_report(FILE *f)
+{
+	struct rpcrdma_pcap_stats st;
+
+	if (!ps_pcap)
+		return;
+	rpcrdma_pcap_flush(ps_pcap);
+	rpcrdma_pcap_stats(ps_pcap, &st);
+	fprintf(f, "capture %s: %llu frames (%llu B), %llu cut at the snap length, %llu dropped "
+		   "(buffer full), %llu lost to write errors; Sends MSG/NOMSG/MSGP/DONE/ERROR "
+		   "%llu/%llu/%llu/%llu/%llu, RDMA writes %llu, reads %llu\n",
+		rpcrdma_pcap_path(ps_pcap), (unsigned long long)st.frames,
+		(unsigned long long)st.bytes, (unsigned long long)st.truncated,
+		(unsigned long long)st.dropped, (unsigned long long)st.write_errors,
+		(unsigned long long)st.sends[0], (unsigned long long)st.sends[1],
+		(unsigned long long)st.sends[2], (unsigned long long)st.sends[3],
+		(unsigned long long)st.sends[4], (unsigned long long)st.writes,
+		(unsigned long long)st.reads);
+}
+
+void ps_pcap_stop(void)
+{
+	struct rpcrdma_pcap *c = ps_pcap;
+
+	if (!c)
+		return;
+	rpcrdma_pcap_set_default(NULL);
+	rpcrdma_pcap_flush(c);
+	ps_pcap_report(stderr);
+	rpcrdma_pcap_close(c);
+	ps_pcap = NULL;
+}

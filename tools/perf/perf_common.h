@@ -4,8 +4,10 @@
 #define RPCRDMA_TOOLS_PERF_COMMON_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rpcrdma/rpc.h"
+#include "rpcrdma/pcap.h"
 #include "perfsvc.h"
 
 #define PS_DEFAULT_PORT RPCRDMA_PORT
@@ -31,6 +33,19 @@ int ps_parse_addr(const char *s, char *host, size_t cap, uint16_t *port, uint16_
  * listener; the ports are written to *rdma_port and *tcp_out. */
 SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp_port,
 		  int inline_dispatch, uint16_t *rdma_port, uint16_t *tcp_out, SVCXPRT **tcp_xprt);
+
+/* --pcap FILE [--pcap-snaplen N]: capture every RDMA connection of this process
+ * (docs/CAPTURE.md). Start returns 0, or -1 with a message; stop prints the capture's
+ * figures to stderr and closes it (safe when none was started). */
+int ps_pcap_start(const char *path, uint32_t snaplen);
+void ps_pcap_report(FILE *f);
+void ps_pcap_stop(void);
+#define PS_PCAP_OPTIONS { "pcap", required_argument, 0, 'P' }, \
+	{ "pcap-snaplen", required_argument, 0, 'S' }
+#define PS_PCAP_USAGE \
+	"  --pcap FILE          write this process's RDMA traffic to FILE as RoCEv2 frames\n" \
+	"                       Wireshark reads (docs/CAPTURE.md); --pcap-snaplen N keeps\n" \
+	"                       N bytes of each frame (default: whole frames)\n"
 
 /* A client of the service: RDMA (provider) or, with provider NULL, ONC RPC/TCP. */
 CLIENT *ps_client(const char *provider, const char *host, uint16_t port);
