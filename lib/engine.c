@@ -463,9 +463,11 @@ static void repost(struct rpcrdma_eng *e)
 	if (e->dead)
 		return;
 	rc = rpcrdma__eng_post_recv(e);
-	if (rc)
-		rpcrdma__eng_fail(e, rc, rc == -RPCRDMA_ERR_DISCONN ? RPCRDMA_EC_DISCONNECT :
-				  RPCRDMA_EC_NO_RESOURCES);
+	/* Gone: the provider reports DISCONNECT after the completions it has already
+	 * delivered (its contract), and messages received whole before it, such as the
+	 * rest of a batch of RDMA_DONEs, are still acted on until then. */
+	if (rc && rc != -RPCRDMA_ERR_DISCONN)
+		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_NO_RESOURCES);
 }
 
 static void on_recv(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrdma_cqe *c,

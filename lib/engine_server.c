@@ -539,7 +539,7 @@ void rpcrdma__eng_server_sent(struct rpcrdma_eng *e, struct eng_buf *b, int stat
 			req_free(e, r);
 		return;
 	}
-	if (status) {
+	if (status && !r->done_rcvd) {
 		finish(e, r, status);
 		return;
 	}
@@ -866,8 +866,9 @@ void rpcrdma__eng_server_fail_all(struct rpcrdma_eng *e)
 			release_mrs(e, r);
 			continue;
 		}
+		/* an RDMA_DONE proves the reply arrived, whatever its Send's completion says */
 		if (r->state != REQ_FINISHED)
-			finish(e, r, -RPCRDMA_ERR_DISCONN);
+			finish(e, r, r->done_rcvd && !r->ops_pending ? 0 : -RPCRDMA_ERR_DISCONN);
 	}
 }
 

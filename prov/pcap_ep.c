@@ -24,9 +24,22 @@ struct pend {
 	struct rpcrdma_segment *remote;
 };
 
+/* The read segments of a message of ours, kept by XID until the peer's answer shows
+ * that it has read them (a reply to our call; RDMA_DONE for our reply). */
+struct peer_reads {
+	struct peer_reads *next;
+	uint32_t xid, n;
+	struct rpcrdma_segment seg[];
+};
+#define PEER_READS_MAX 4096
+
 struct cap_ep {
 	struct rpcrdma_pcap *sink;
+	const struct rpcrdma_prov *prov;
 	int active, paired;
+	struct peer_reads *peer_reads;
+	uint32_t npeer_reads;
+	struct rpcrdma_msg_storage *st;  /* decoding, for the peer's operations */
 	struct cap_path out, in;         /* our frames to the peer; the peer's to us */
 	uint32_t psn_out, psn_in, msn;
 	struct pend *pend[PEND_BUCKETS];
@@ -297,6 +310,13 @@ void rpcrdma__cap_ep_free(struct cap_ep *s)
 			pend_free(p);
 		}
 	}
+	while (s->peer_reads) {
+		struct peer_reads *r = s->peer_reads;
+
+		s->peer_reads = r->next;
+		free(r);
+	}
+	free(s->st);
 	rpcrdma__cap_unregister(s->sink, s);
 	rpcrdma__cap_unref(s->sink);
 	free(s);
@@ -321,6 +341,7 @@ static int cap_ep_new(struct rpcrdma_ep *ep, struct rpcrdma_pcap *c, struct cap_
 	s->psn_out = v.psn[me];
 	s->psn_in = v.psn[peer];
 	s->sink = c;
+	s->prov = ep->prov;
 	rpcrdma__cap_ref(c);
 	/* the side captured second finds the first: the first wrote the CM frames */
 	if (!rpcrdma__cap_register(c, s, v.key, s->active))
@@ -405,9 +426,167 @@ static int paired(struct cap_ep *s)
 	return s->paired;
 }
 
+/* One RDMA Write of a remote segment; returns the PSN after it. */
+static uint32_t emit_write(struct cap_ep *s, const struct cap_path *p, uint32_t psn,
+			   const struct rpcrdma_segment *seg, struct cursor *cur)
+{
+	uint8_t reth[CAP_RETH_LEN];
+	struct opset o = { IB_WRITE_FIRST, IB_WRITE_MIDDLE, IB_WRITE_LAST, IB_WRITE_ONLY,
+			   reth, sizeof(reth), NULL, 0 };
+
+	rpcrdma__cap_reth(reth, seg->offset, seg->handle, seg->length);
+	return emit(s, p, psn, &o, cur, seg->length);
+}
+
+static void emit_read_request(struct cap_ep *s, const struct cap_path *p, uint32_t psn,
+			      const struct rpcrdma_segment *seg)
+{
+	uint8_t reth[CAP_RETH_LEN];
+	size_t hdr;
+
+	rpcrdma__cap_reth(reth, seg->offset, seg->handle, seg->length);
+	hdr = rpcrdma__cap_headers(s->frame, p, IB_READ_REQUEST, psn, reth, sizeof(reth));
+	rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, p, hdr, 0));
+}
+
+/* The responses carry the requester's PSNs, from the request's on. */
+static uint32_t emit_read_response(struct cap_ep *s, const struct cap_path *p, uint32_t psn,
+				   struct cursor *cur, uint32_t len)
+{
+	uint8_t aeth[CAP_AETH_LEN];
+	struct opset o = { IB_READ_RESP_FIRST, IB_READ_RESP_MIDDLE, IB_READ_RESP_LAST,
+			   IB_READ_RESP_ONLY, aeth, sizeof(aeth), aeth, sizeof(aeth) };
+
+	rpcrdma__cap_aeth(aeth, s->msn = (s->msn + 1) & 0xffffff);
+	return emit(s, p, psn, &o, cur, len);
+}
+
+static void emit_read_responses(struct cap_ep *s, const struct pend *p)
+{
+	struct cursor cur = { p->local, p->nlocal, 0, 0 };
+	uint32_t psn = p->psn, i;
+
+	for (i = 0; i < p->nremote; i++)
+		psn = emit_read_response(s, &s->in, psn, &cur, p->remote[i].length);
+}
+
+/* ---- the peer's RDMA on our memory ----
+ * No completion reports it, but what it moved is known once the peer answers: a reply
+ * means our call's read chunks were read and its write list / reply chunk written (with
+ * the lengths the reply gives); RDMA_DONE means our reply's read chunks were read. The
+ * frames are made from our memory then, in the peer's PSN space, just before the answer,
+ * so that a capture of one side alone shows what a tap on the wire would have. */
+
+static int decode_msg(struct cap_ep *s, const void *buf, size_t len, struct rpcrdma_msg *m)
+{
+	struct rpcrdma_decode_status ds;
+
+	if (!s->st && !(s->st = malloc(sizeof(*s->st))))
+		return -1;
+	rpcrdma_msg_bind(m, s->st);
+	return rpcrdma_decode(buf, len, RPCRDMA_DIR_ANY, NULL, m, &ds);
+}
+
+static void note_read_list(struct cap_ep *s, const void *buf, size_t len)
+{
+	struct peer_reads *r;
+	struct rpcrdma_msg m;
+	uint32_t i;
+
+	if (decode_msg(s, buf, len, &m) || !m.nreads || s->npeer_reads >= PEER_READS_MAX)
+		return;
+	r = malloc(sizeof(*r) + m.nreads * sizeof(r->seg[0]));
+	if (!r)
+		return;
+	r->xid = m.xid;
+	r->n = m.nreads;
+	for (i = 0; i < m.nreads; i++)
+		r->seg[i] = m.reads[i].seg;
+	r->next = s->peer_reads;
+	s->peer_reads = r;
+	s->npeer_reads++;
+}
+
+static struct peer_reads *take_reads(struct cap_ep *s, uint32_t xid)
+{
+	struct peer_reads **pp, *r;
+
+	for (pp = &s->peer_reads; (r = *pp); pp = &r->next) {
+		if (r->xid == xid) {
+			*pp = r->next;
+			s->npeer_reads--;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static int local_bytes(struct cap_ep *s, const struct rpcrdma_segment *seg,
+		       struct rpcrdma_sge *piece)
+{
+	const uint8_t *p = rpcrdma__cap_mr_find(s->prov, seg->handle, seg->offset, seg->length);
+
+	if (!p || !seg->length)
+		return -1;
+	piece->mr = NULL;
+	piece->addr = (void *)(uintptr_t)p;
+	piece->len = seg->length;
+	return 0;
+}
+
+static void peer_read(struct cap_ep *s, const struct rpcrdma_segment *seg)
+{
+	struct rpcrdma_sge piece;
+	struct cursor cur = { &piece, 1, 0, 0 };
+
+	if (local_bytes(s, seg, &piece))
+		return;
+	rpcrdma__cap_count_rma(s->sink, RPCRDMA_OP_READ, 1);
+	emit_read_request(s, &s->in, s->psn_in, seg);
+	s->psn_in = emit_read_response(s, &s->out, s->psn_in, &cur, seg->length);
+}
+
+static void peer_writes(struct cap_ep *s, const struct rpcrdma_write_chunk *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nsegs; i++) {
+		struct rpcrdma_sge piece;
+		struct cursor cur = { &piece, 1, 0, 0 };
+
+		if (local_bytes(s, &c->segs[i], &piece))
+			continue;
+		rpcrdma__cap_count_rma(s->sink, RPCRDMA_OP_WRITE, 1);
+		s->psn_in = emit_write(s, &s->in, s->psn_in, &c->segs[i], &cur);
+	}
+}
+
+static void peer_ops(struct cap_ep *s, const void *buf, size_t len)
+{
+	struct peer_reads *r;
+	struct rpcrdma_msg m;
+	uint32_t i;
+
+	if (decode_msg(s, buf, len, &m))
+		return;
+	r = take_reads(s, m.xid);
+	for (i = 0; r && m.proc != RPCRDMA_ERROR && i < r->n; i++)
+		peer_read(s, &r->seg[i]);
+	free(r);
+	/* results the responder wrote: only a requester receives replies */
+	if (!s->active || m.proc > RPCRDMA_MSGP)
+		return;
+	for (i = 0; i < m.nwrites; i++)
+		peer_writes(s, &m.writes[i]);
+	if (m.has_reply)
+		peer_writes(s, &m.reply);
+}
+
 void rpcrdma__cap_on_send(struct cap_ep *s, const struct rpcrdma_sge *sge)
 {
 	emit_send(s, &s->out, &s->psn_out, sge->addr, sge->len);
+	if (!paired(s))
+		note_read_list(s, sge->addr, sge->len);
 }
 
 /* A receive is written when it completes, unless the sender is captured in the same
@@ -423,63 +602,19 @@ void rpcrdma__cap_on_recv_post(struct cap_ep *s, const struct rpcrdma_sge *sge, 
 		pend_add(s, p);
 }
 
-static void emit_writes(struct cap_ep *s, const struct rpcrdma_sge *local, uint32_t nlocal,
-			const struct rpcrdma_segment *remote, uint32_t nremote)
-{
-	struct cursor cur = { local, nlocal, 0, 0 };
-	uint8_t reth[CAP_RETH_LEN];
-	struct opset o = { IB_WRITE_FIRST, IB_WRITE_MIDDLE, IB_WRITE_LAST, IB_WRITE_ONLY,
-			   reth, sizeof(reth), NULL, 0 };
-	uint32_t i;
-
-	for (i = 0; i < nremote; i++) {
-		rpcrdma__cap_reth(reth, remote[i].offset, remote[i].handle, remote[i].length);
-		s->psn_out = emit(s, &s->out, s->psn_out, &o, &cur, remote[i].length);
-	}
-}
-
-/* One READ REQUEST per remote segment; the responses, which carry the requester's PSNs,
- * are written when the data has arrived. */
-static void emit_read_requests(struct cap_ep *s, const struct rpcrdma_segment *remote,
-			       uint32_t nremote)
-{
-	uint8_t reth[CAP_RETH_LEN];
-	uint32_t i;
-
-	for (i = 0; i < nremote; i++) {
-		size_t hdr;
-
-		rpcrdma__cap_reth(reth, remote[i].offset, remote[i].handle, remote[i].length);
-		hdr = rpcrdma__cap_headers(s->frame, &s->out, IB_READ_REQUEST, s->psn_out, reth,
-					   sizeof(reth));
-		rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, &s->out, hdr, 0));
-		s->psn_out = (s->psn_out + packets(remote[i].length)) & 0xffffff;
-	}
-}
-
-static void emit_read_responses(struct cap_ep *s, const struct pend *p)
-{
-	struct cursor cur = { p->local, p->nlocal, 0, 0 };
-	uint8_t aeth[CAP_AETH_LEN];
-	struct opset o = { IB_READ_RESP_FIRST, IB_READ_RESP_MIDDLE, IB_READ_RESP_LAST,
-			   IB_READ_RESP_ONLY, aeth, sizeof(aeth), aeth, sizeof(aeth) };
-	uint32_t psn = p->psn, i;
-
-	for (i = 0; i < p->nremote; i++) {
-		rpcrdma__cap_aeth(aeth, s->msn = (s->msn + 1) & 0xffffff);
-		psn = emit(s, &s->in, psn, &o, &cur, p->remote[i].length);
-	}
-}
-
 void rpcrdma__cap_on_rma(struct cap_ep *s, uint32_t op, const struct rpcrdma_sge *local,
 			 uint32_t nlocal, const struct rpcrdma_segment *remote, uint32_t nremote,
 			 void *ctx)
 {
 	struct pend *p;
 
-	rpcrdma__cap_count_rma(s->sink, op);
+	struct cursor cur = { local, nlocal, 0, 0 };
+	uint32_t i;
+
+	rpcrdma__cap_count_rma(s->sink, op, 0);
 	if (op == RPCRDMA_OP_WRITE) {
-		emit_writes(s, local, nlocal, remote, nremote);
+		for (i = 0; i < nremote; i++)
+			s->psn_out = emit_write(s, &s->out, s->psn_out, &remote[i], &cur);
 		return;
 	}
 	p = pend_new(ctx, op, local, nlocal, remote, nremote);
@@ -487,7 +622,10 @@ void rpcrdma__cap_on_rma(struct cap_ep *s, uint32_t op, const struct rpcrdma_sge
 		p->psn = s->psn_out;
 		pend_add(s, p);
 	}
-	emit_read_requests(s, remote, nremote);
+	for (i = 0; i < nremote; i++) {
+		emit_read_request(s, &s->out, s->psn_out, &remote[i]);
+		s->psn_out = (s->psn_out + packets(remote[i].length)) & 0xffffff;
+	}
 }
 
 void rpcrdma__cap_on_cqe(struct cap_ep *s, const struct rpcrdma_cqe *c)
@@ -499,8 +637,10 @@ void rpcrdma__cap_on_cqe(struct cap_ep *s, const struct rpcrdma_cqe *c)
 	p = pend_take(s, c->ctx);
 	if (!p)
 		return;
-	if (!c->status && c->op == RPCRDMA_OP_RECV && c->len <= p->local[0].len && !paired(s))
+	if (!c->status && c->op == RPCRDMA_OP_RECV && c->len <= p->local[0].len && !paired(s)) {
+		peer_ops(s, p->local[0].addr, c->len);
 		emit_send(s, &s->in, &s->psn_in, p->local[0].addr, c->len);
+	}
 	else if (!c->status && c->op == RPCRDMA_OP_READ)
 		emit_read_responses(s, p);
 	pend_free(p);

@@ -76,7 +76,7 @@ void rpcrdma__cap_cm_rtu(uint8_t mad[CAP_MAD_LEN], const struct cap_cm *cm);
 void rpcrdma__cap_put(struct rpcrdma_pcap *c, const uint8_t *frame, size_t len);
 /* Count a captured Send by its message type, and RDMA operations */
 void rpcrdma__cap_count_send(struct rpcrdma_pcap *c, const uint8_t *msg, size_t len);
-void rpcrdma__cap_count_rma(struct rpcrdma_pcap *c, uint32_t op);
+void rpcrdma__cap_count_rma(struct rpcrdma_pcap *c, uint32_t op, int peer);
 
 /* Endpoints of one connection captured in the same file are paired: then each Send is
  * written once, by its sender. Returns 1 if the other side was already registered. */
@@ -85,6 +85,14 @@ void rpcrdma__cap_unregister(struct rpcrdma_pcap *c, void *who);
 int rpcrdma__cap_paired(struct rpcrdma_pcap *c, void *who);
 void rpcrdma__cap_ref(struct rpcrdma_pcap *c);
 void rpcrdma__cap_unref(struct rpcrdma_pcap *c);
+
+/* ---- registered memory, so that the peer's RDMA on it can be shown (pcap_mr.c) ---- */
+void rpcrdma__cap_mr_add(const struct rpcrdma_mr *mr);
+void rpcrdma__cap_mr_del(const struct rpcrdma_mr *mr);
+/* Local bytes behind (handle, offset, len) of a registration of prov; NULL if unknown. */
+const uint8_t *rpcrdma__cap_mr_find(const struct rpcrdma_prov *prov, uint32_t handle,
+				    uint64_t offset, uint32_t len);
+void rpcrdma__cap_mr_use(int delta);   /* sinks open: registrations are tracked while > 0 */
 
 /* ---- per endpoint (hooks called by prov.c) ---- */
 struct cap_ep;

@@ -194,6 +194,7 @@ int rpcrdma_pcap_open(const char *path, const struct rpcrdma_pcap_opts *opts,
 		rc = -RPCRDMA_ERR_NOMEM;
 		goto out_close;
 	}
+	rpcrdma__cap_mr_use(1);
 	*out = c;
 	return 0;
 out_close:
@@ -230,6 +231,7 @@ void rpcrdma_pcap_close(struct rpcrdma_pcap *c)
 	pthread_cond_signal(&c->wake);
 	pthread_mutex_unlock(&c->lock);
 	pthread_join(c->writer, NULL);
+	rpcrdma__cap_mr_use(-1);
 	pthread_mutex_lock(&c->lock);
 	c->closed = 1;
 	pthread_mutex_unlock(&c->lock);
@@ -322,11 +324,15 @@ void rpcrdma__cap_count_send(struct rpcrdma_pcap *c, const uint8_t *msg, size_t 
 	pthread_mutex_unlock(&c->lock);
 }
 
-void rpcrdma__cap_count_rma(struct rpcrdma_pcap *c, uint32_t op)
+void rpcrdma__cap_count_rma(struct rpcrdma_pcap *c, uint32_t op, int peer)
 {
 	pthread_mutex_lock(&c->lock);
-	if (op == RPCRDMA_OP_WRITE)
+	if (op == RPCRDMA_OP_WRITE && peer)
+		c->st.peer_writes++;
+	else if (op == RPCRDMA_OP_WRITE)
 		c->st.writes++;
+	else if (peer)
+		c->st.peer_reads++;
 	else
 		c->st.reads++;
 	pthread_mutex_unlock(&c->lock);

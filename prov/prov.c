@@ -223,16 +223,22 @@ void rpcrdma_ep_close(struct rpcrdma_ep *ep)
 int rpcrdma_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
 		   struct rpcrdma_mr **out)
 {
+	int rc;
+
 	if (!p || !addr || !len || !out ||
 	    (access & ~(unsigned)(RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE)))
 		return -RPCRDMA_ERR_INVAL;
-	return p->ops->mr_reg(p, addr, len, access, out);
+	rc = p->ops->mr_reg(p, addr, len, access, out);
+	if (!rc)
+		rpcrdma__cap_mr_add(*out);
+	return rc;
 }
 
 int rpcrdma_mr_dereg(struct rpcrdma_mr *mr)
 {
 	if (!mr)
 		return 0;
+	rpcrdma__cap_mr_del(mr);
 	return mr->prov->ops->mr_dereg(mr);
 }
 

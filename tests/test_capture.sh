@@ -25,8 +25,24 @@ fail=0
 ECHO_PROG=536871065   # 0x20000099, tests/engine_rig.h
 NFS_PROG=100003
 
-ts() {
-	tshark -2 -o rpc.dissect_unknown_programs:TRUE -r "$@" 2>/dev/null
+# One pass of tshark (two, as Wireshark does) over a file: a line per frame, with
+#  1 frame  2 BTH opcode  3 dest QP  4-12 the rpcordma header columns of docs/CAPTURE.md
+#  13 RPC msgtyp  14 RPC xid  15 RPC program  16 NFSv3 procedure  17 malformed  18 expert
+dump() {
+	tshark -2 -o rpc.dissect_unknown_programs:TRUE -r "$1" -T fields -E occurrence=f \
+		-e frame.number -e infiniband.bth.opcode -e infiniband.bth.destqp \
+		-e rpcordma.xid -e rpcordma.msg_type -e rpcordma.flow_control \
+		-e rpcordma.reads_count -e rpcordma.writes_count -e rpcordma.reply_count \
+		-e rpcordma.errcode -e rpcordma.vers_low -e rpcordma.vers_high \
+		-e rpc.msgtyp -e rpc.xid -e rpc.program -e nfs.procedure_v3 \
+		-e _ws.malformed -e _ws.expert.severity 2>/dev/null >"$2"
+}
+
+# awk over a dump, tab-separated
+q() {
+	local d=$1
+	shift
+	awk -F'\t' "$@" "$d"
 }
 
 bad() {
@@ -37,20 +53,14 @@ bad() {
 # Every Send frame (SEND ONLY, or the LAST of a split one) is an rpcordma message, none is
 # malformed, and tshark's header fields are ours.
 check_sends() {
-	local f=$1 sends msgs malformed
-	sends=$(ts "$f" -Y 'infiniband.bth.opcode == 4 || infiniband.bth.opcode == 2' | wc -l)
-	ts "$f" -Y rpcordma -T fields -e frame.number -e rpcordma.xid -e rpcordma.msg_type \
-		-e rpcordma.flow_control -e rpcordma.reads_count -e rpcordma.writes_count \
-		-e rpcordma.reply_count -e rpcordma.errcode -e rpcordma.vers_low \
-		-e rpcordma.vers_high >"$out/ws.tsv"
+	local f=$1 d=$2 sends msgs malformed
+	sends=$(q "$d" '$2 == 4 || $2 == 2' | wc -l)
+	q "$d" '$5 != "" { OFS = "\t"; print $1, $4, $5, $6, $7, $8, $9, $10, $11, $12 }' >"$out/ws.tsv"
 	msgs=$(wc -l <"$out/ws.tsv")
-	malformed=$(ts "$f" -Y '_ws.malformed || _ws.expert.severity >= 8388608' | wc -l)
+	malformed=$(q "$d" '$17 != "" || $18 >= 8388608' | wc -l)
 	echo "$(basename "$f"): $sends Sends, $msgs decoded as rpcordma, $malformed malformed"
 	[ "$sends" -gt 0 ] && [ "$sends" -eq "$msgs" ] || bad "$f: not every Send is rpcordma"
-	[ "$malformed" -eq 0 ] || {
-		ts "$f" -Y '_ws.malformed || _ws.expert.severity >= 8388608' | head -5
-		bad "$f: malformed frames"
-	}
+	[ "$malformed" -eq 0 ] || bad "$f: malformed frames"
 	"$BUILD/rpcrdma" decode --pcap "$f" --fields >"$out/ours.tsv" || bad "$f: decode --pcap"
 	diff "$out/ws.tsv" "$out/ours.tsv" >"$out/diff" ||
 		{ head -5 "$out/diff"; bad "$f: tshark and rpcrdma decode --pcap differ"; }
@@ -58,9 +68,9 @@ check_sends() {
 
 # The Sends to (or not to) one QP, by message type, as "MSG/NOMSG/MSGP/DONE/ERROR".
 sent_by_type() {
-	local f=$1 op=$2 qp=$3
-	ts "$f" -Y "rpcordma && infiniband.bth.destqp $op $qp" -T fields -e rpcordma.msg_type |
-		awk '{ n[$1]++ } END { printf "%d/%d/%d/%d/%d", n[0], n[1], n[2], n[3], n[4] }'
+	local d=$1 op=$2 qp=$3
+	q "$d" -v qp="$qp" -v op="$op" '$5 != "" && (op == "to" ? $3 == qp : $3 != qp) { n[$5]++ }
+		END { printf "%d/%d/%d/%d/%d", n[0], n[1], n[2], n[3], n[4] }'
 }
 
 # What an engine_peer side printed: "sent MSG/NOMSG/MSGP/DONE/ERROR a/b/c/d/e"
@@ -70,16 +80,13 @@ logged() {
 
 # The server's QP: where the first call went.
 server_qp() {
-	ts "$1" -Y rpcordma -T fields -e infiniband.bth.destqp | head -1
+	q "$1" '$5 != "" { print $3; exit }'
 }
 
-# Calls and replies in the file whose RPC decodes as program $2, and how many of the
-# calls' XIDs have a decoded reply.
+# Calls and replies whose RPC decodes as program $2, and how many calls have a reply.
 rpc_counts() {
-	local f=$1 prog=$2
-	ts "$f" -Y "rpc.program == $prog" -T fields -e rpc.msgtyp -e rpc.xid |
-		awk '{ split($1, t, ","); split($2, x, ","); if (t[1] == 0) c[x[1]] = 1; else r[x[1]] = 1 }
-		     END { m = 0; for (k in c) if (k in r) m++; printf "%d %d %d", length(c), length(r), m }'
+	q "$1" -v prog="$2" '$15 == prog { if ($13 == 0) c[$14] = 1; else r[$14] = 1 }
+		END { m = 0; for (k in c) if (k in r) m++; printf "%d %d %d", length(c), length(r), m }'
 }
 
 engine_run() {
@@ -91,42 +98,44 @@ engine_run() {
 		127.0.0.1 "$port" 1024 "$mode" >"$out/client.log" 2>&1
 	finish_peers "$out/server.log" $? >/dev/null || { cat "$out/client.log" "$out/server.log"; bad "engine_peer $mode"; return; }
 	grep -h "dropped" "$out/client.log" "$out/server.log" && bad "frames dropped"
-	check_sends "$out/server.pcap"
-	check_sends "$out/client.pcap"
-	sq=$(server_qp "$out/server.pcap")
-	s_sent=$(sent_by_type "$out/server.pcap" '!=' "$sq")
-	c_sent=$(sent_by_type "$out/client.pcap" '==' "$sq")
+	dump "$out/server.pcap" "$out/server.tsv"
+	dump "$out/client.pcap" "$out/client.tsv"
+	check_sends "$out/server.pcap" "$out/server.tsv"
+	check_sends "$out/client.pcap" "$out/client.tsv"
+	sq=$(server_qp "$out/server.tsv")
+	s_sent=$(sent_by_type "$out/server.tsv" from "$sq")
+	c_sent=$(sent_by_type "$out/client.tsv" to "$sq")
 	echo "server Sends in its file $s_sent, its engine says $(logged server "$out/server.log")"
 	echo "client Sends in its file $c_sent, its engine says $(logged client "$out/client.log")"
 	[ "$s_sent" = "$(logged server "$out/server.log")" ] || bad "server's Sends differ"
 	[ "$c_sent" = "$(logged client "$out/client.log")" ] || bad "client's Sends differ"
-	read -r calls replies matched <<<"$(rpc_counts "$out/server.pcap" $ECHO_PROG)"
-	echo "server file: $calls calls and $replies replies decode as program $ECHO_PROG, $matched matched"
-	# the server sees every call whole (it reads the read chunks itself); plain mode: every
-	# reply too (it writes the write and reply chunks), except the ERR_CHUNK one
-	local want_calls want_replies
-	want_calls=$(grep -o 'client: [0-9]* calls' "$out/client.log" | grep -o '[0-9]*')
-	want_replies=$((want_calls - 1))
-	[ "$calls" -eq "$want_calls" ] || bad "server file: calls decoded $calls of $want_calls"
-	if [ "$mode" = plain ]; then
+	# Each file holds every call and reply whole: what a side did itself, and the peer's
+	# RDMA on its memory, shown when the peer's answer arrived. The ERR_CHUNK call (a long
+	# call) has no reply, and an RDMA_ERROR does not tell whether the server read the
+	# call's chunk, so the client's file does not show that call's body.
+	local all_calls want_calls want_replies side
+	all_calls=$(grep -o 'client: [0-9]* calls' "$out/client.log" | grep -o '[0-9]*')
+	want_replies=$all_calls
+	[ "$mode" = plain ] && want_replies=$((all_calls - 1))
+	for side in server client; do
+		want_calls=$all_calls
+		[ "$side" = client ] && want_calls=$want_replies
+		read -r calls replies matched <<<"$(rpc_counts "$out/$side.tsv" $ECHO_PROG)"
+		echo "$side file: $calls calls and $replies replies decode as program $ECHO_PROG, $matched matched"
+		[ "$calls" -eq "$want_calls" ] || bad "$side file: calls decoded $calls of $want_calls"
 		[ "$replies" -eq "$want_replies" ] && [ "$matched" -eq "$want_replies" ] ||
-			bad "server file: replies decoded $replies (matched $matched) of $want_replies"
-		ts "$out/server.pcap" -Y 'rpcordma.msg_type == 4' -T fields -e rpcordma.xid \
-			-e rpcordma.errcode | grep -q '^0x5eee0000	2$' || bad "no ERR_CHUNK for 0x5eee0000"
+			bad "$side file: replies decoded $replies (matched $matched) of $want_replies"
+	done
+	if [ "$mode" = plain ]; then
+		[ "$(q "$out/server.tsv" '$5 == 4 && $4 == "0x5eee0000" && $10 == 2' | wc -l)" -eq 1 ] ||
+			bad "no RDMA_ERROR / ERR_CHUNK for 0x5eee0000"
 	else
-		# replies with read chunks are whole only in the client's file, which has its reads
-		local rr rd
-		rr=$(ts "$out/client.pcap" -Y 'rpcordma.msg_type < 3 && rpcordma.reads_count > 0 && infiniband.bth.destqp != '"$sq" | wc -l)
-		rd=$(ts "$out/client.pcap" -Y 'rpc.msgtyp == 1 && (infiniband.bth.opcode == 15 || infiniband.bth.opcode == 16)' | wc -l)
-		echo "client file: $rr replies with read chunks, $rd decoded as RPC replies after the client's RDMA Reads"
-		[ "$rr" -gt 0 ] && [ "$rd" -eq "$rr" ] || bad "client file: replies from read chunks not decoded"
-		rr=$(ts "$out/client.pcap" -Y 'rpcordma.msg_type == 2' | wc -l)
-		[ "$rr" -gt 0 ] || bad "no RDMA_MSGP"
-		[ "$(ts "$out/client.pcap" -Y 'rpcordma.msg_type == 3' | wc -l)" -gt 0 ] || bad "no RDMA_DONE"
-		[ "$(ts "$out/client.pcap" -Y 'infiniband.bth.opcode == 12' | wc -l)" -gt 0 ] ||
-			bad "no RDMA Read by the client"
+		[ "$(q "$out/client.tsv" '$5 == 2' | wc -l)" -gt 0 ] || bad "no RDMA_MSGP"
+		[ "$(q "$out/client.tsv" '$5 == 3' | wc -l)" -gt 0 ] || bad "no RDMA_DONE"
+		[ "$(q "$out/client.tsv" -v qp="$sq" '$5 != "" && $5 < 3 && $7 > 0 && $3 != qp' | wc -l)" -gt 0 ] ||
+			bad "no reply with read chunks"
 	fi
-	rm -f "$out"/*.pcap
+	rm -f "$out"/*.pcap "$out"/*.tsv
 }
 
 nfs_run() {
@@ -134,12 +143,12 @@ nfs_run() {
 	echo "== NFSv3 over $PROV, both sides in one file"
 	RPCRDMA_PCAP="$out/nfs.pcap" timeout 120 "$BUILD/test_nfs3" "$PROV" >"$out/nfs.log" 2>&1 ||
 		{ cat "$out/nfs.log"; bad "test_nfs3"; return; }
-	check_sends "$out/nfs.pcap"
-	read -r calls replies matched <<<"$(rpc_counts "$out/nfs.pcap" $NFS_PROG)"
-	procs=$(ts "$out/nfs.pcap" -Y 'nfs && rpc.msgtyp == 0' -T fields -e nfs.procedure_v3 |
-		cut -d, -f1 | sort -un | tr '\n' ' ')
+	dump "$out/nfs.pcap" "$out/nfs.tsv"
+	check_sends "$out/nfs.pcap" "$out/nfs.tsv"
+	read -r calls replies matched <<<"$(rpc_counts "$out/nfs.tsv" $NFS_PROG)"
+	procs=$(q "$out/nfs.tsv" '$13 == 0 && $16 != "" { print $16 }' | sort -un | tr '\n' ' ')
 	echo "nfs.pcap: $calls NFS calls, $replies replies, $matched matched; procedures $procs"
-	sends=$(ts "$out/nfs.pcap" -Y 'rpcordma.msg_type != 3' | wc -l)
+	sends=$(q "$out/nfs.tsv" '$5 != "" && $5 != 3' | wc -l)
 	[ "$((calls + replies))" -eq "$sends" ] && [ "$matched" -eq "$calls" ] ||
 		bad "nfs.pcap: not every call and reply decodes as NFS"
 	[ "$procs" = "5 6 7 10 " ] || bad "nfs.pcap: procedures $procs, want READLINK READ WRITE SYMLINK"

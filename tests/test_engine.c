@@ -1476,6 +1476,38 @@ static void test_done_before_send_completion(void)
 	}
 }
 
+/* A DONE proves the reply arrived: a connection lost while the server still waits for
+ * that reply's Send completion does not fail the reply. (Seen on shm, where a Send's
+ * completion can come after the peer has answered it.) */
+static void test_done_then_disconnect_before_send_completion(void)
+{
+	uint32_t n;
+	int exercised = 0;
+
+	for (n = 1; n <= 12; n++) {
+		struct rpcrdma_mock_faults f;
+		struct rpcrdma_eng_stats cs, ss;
+		struct rig g;
+
+		memset(&f, 0, sizeof(f));
+		f.delay_completion = n;
+		f.delay_polls = 1000;   /* held past the disconnect */
+		rig_up_with(&g, rrc_cfg, &f);
+		start(&g, 20000, 1, 0, 256, 0);
+		pump(&g);
+		stats(&g, &cs, &ss);
+		if (ss.rcvd[RPCRDMA_DONE] == 1 && g.replies_done == 0) {
+			exercised++;
+			rpcrdma_mock_disconnect(g.sv.ep);
+			pump(&g);
+			CHECK_EQ_U(g.replies_done, 1);
+			CHECK_EQ_U(g.reply_status[0], 0);
+		}
+		rig_down(&g);
+	}
+	CHECK(exercised > 0);
+}
+
 static void test_config_checks(void)
 {
 	struct rpcrdma_eng_config c;
@@ -1543,6 +1575,7 @@ int main(void)
 	RUN(test_tight_send_queue_unordered);
 	RUN(test_server_send_queue_full);
 	RUN(test_done_before_send_completion);
+	RUN(test_done_then_disconnect_before_send_completion);
 	RUN(test_fault_fail_completion);
 	RUN(test_fault_disconnect_at_post);
 	RUN(test_fault_corrupt);

@@ -50,7 +50,9 @@ struct rpcrdma_pcap_stats {
 	uint64_t sends[5];       /* Sends captured, by RPC-over-RDMA message type 0..4
 				    (RDMA_MSG, NOMSG, MSGP, DONE, ERROR) */
 	uint64_t sends_other;    /* Sends whose type is none of those */
-	uint64_t writes, reads;  /* RDMA Write / Read operations captured */
+	uint64_t writes, reads;  /* RDMA Write / Read operations this side posted */
+	uint64_t peer_writes, peer_reads;  /* the peer's on our memory, shown from the data
+					      when its answer arrived (docs/CAPTURE.md) */
 };
 
 /* Open a capture file (created or truncated). "%p" in the path becomes the process id,
