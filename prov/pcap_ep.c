@@ -42,6 +42,7 @@ struct cap_ep {
 	struct rpcrdma_msg_storage *st;  /* decoding, for the peer's operations */
 	struct cap_path out, in;         /* our frames to the peer; the peer's to us */
 	uint32_t psn_out, psn_in, msn;
+	uint32_t snaplen;
 	struct pend *pend[PEND_BUCKETS];
 	uint8_t frame[CAP_FRAME_MAX];
 };
@@ -53,6 +54,7 @@ struct cursor {
 	size_t off;
 };
 
+/* Copy len bytes to dst (NULL: skip them). */
 static void cursor_copy(struct cursor *c, uint8_t *dst, size_t len)
 {
 	while (len && c->i < c->n) {
@@ -60,8 +62,10 @@ static void cursor_copy(struct cursor *c, uint8_t *dst, size_t len)
 
 		if (k > len)
 			k = len;
-		memcpy(dst, (const uint8_t *)c->sge[c->i].addr + c->off, k);
-		dst += k;
+		if (dst) {
+			memcpy(dst, (const uint8_t *)c->sge[c->i].addr + c->off, k);
+			dst += k;
+		}
 		len -= k;
 		c->off += k;
 		if (c->off == c->sge[c->i].len) {
@@ -98,9 +102,15 @@ static uint32_t emit(struct cap_ep *s, const struct cap_path *p, uint32_t psn,
 		const uint8_t *ext = first ? o->ext_first : last ? o->ext_last : NULL;
 		size_t ext_len = first ? o->ext_first_len : last ? o->ext_last_len : 0;
 		size_t hdr = rpcrdma__cap_headers(s->frame, p, op, psn, ext, ext_len);
+		/* bytes past the snap length are neither copied nor checksummed */
+		size_t keep = s->snaplen > hdr ? s->snaplen - hdr : 0;
+		int whole = hdr + n + 3 + CAP_ICRC_LEN <= s->snaplen;
 
-		cursor_copy(cur, s->frame + hdr, n);
-		rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, p, hdr, n));
+		if (keep > n || whole)
+			keep = n;
+		cursor_copy(cur, s->frame + hdr, keep);
+		cursor_copy(cur, NULL, n - keep);
+		rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, p, hdr, n, whole));
 		psn = (psn + 1) & 0xffffff;
 		off += n;
 	} while (off < total);
@@ -255,7 +265,7 @@ static void emit_mad(struct cap_ep *s, const struct cap_path *dir, const uint8_t
 	rpcrdma__cap_deth(deth, CM_QKEY, 1);
 	hdr = rpcrdma__cap_headers(s->frame, &p, IB_UD_SEND_ONLY, 0, deth, sizeof(deth));
 	memcpy(s->frame + hdr, mad, CAP_MAD_LEN);
-	rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, &p, hdr, CAP_MAD_LEN));
+	rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, &p, hdr, CAP_MAD_LEN, 1));
 }
 
 static void emit_cm(struct cap_ep *s, const struct conn_view *v, const struct rpcrdma_ep *ep)
@@ -341,6 +351,7 @@ static int cap_ep_new(struct rpcrdma_ep *ep, struct rpcrdma_pcap *c, struct cap_
 	s->psn_out = v.psn[me];
 	s->psn_in = v.psn[peer];
 	s->sink = c;
+	s->snaplen = rpcrdma__cap_snaplen(c);
 	s->prov = ep->prov;
 	rpcrdma__cap_ref(c);
 	/* the side captured second finds the first: the first wrote the CM frames */
@@ -446,7 +457,7 @@ static void emit_read_request(struct cap_ep *s, const struct cap_path *p, uint32
 
 	rpcrdma__cap_reth(reth, seg->offset, seg->handle, seg->length);
 	hdr = rpcrdma__cap_headers(s->frame, p, IB_READ_REQUEST, psn, reth, sizeof(reth));
-	rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, p, hdr, 0));
+	rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, p, hdr, 0, 1));
 }
 
 /* The responses carry the requester's PSNs, from the request's on. */

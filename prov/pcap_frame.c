@@ -138,14 +138,13 @@ static uint32_t icrc(const uint8_t *ip, const struct cap_path *p, size_t len)
 }
 
 size_t rpcrdma__cap_finish(uint8_t *buf, const struct cap_path *p, size_t hdr_len,
-			   size_t paylen)
+			   size_t paylen, int whole)
 {
 	uint8_t *ip = buf + CAP_ETH_LEN, *udp = ip + ip_len(p), *bth = udp + CAP_UDP_LEN;
 	size_t pad = (4 - (paylen & 3)) & 3, end = hdr_len + paylen + pad;
 	size_t udp_len = end + CAP_ICRC_LEN - (size_t)(udp - buf);
 	uint32_t crc;
 
-	memset(buf + hdr_len + paylen, 0, pad);
 	bth[1] = (uint8_t)(pad << 4);
 	put16(udp + 4, (uint32_t)udp_len);
 	if (p->v6) {
@@ -155,6 +154,13 @@ size_t rpcrdma__cap_finish(uint8_t *buf, const struct cap_path *p, size_t hdr_le
 		put16(ip + 10, 0);
 		put16(ip + 10, fold(sum16(ip, CAP_IP4_LEN, 0)));
 	}
+	if (!whole) {
+		/* cut at the snap length: what needs the whole payload is not in the file */
+		if (p->v6)
+			put16(udp + 6, 0xffff);
+		return end + CAP_ICRC_LEN;
+	}
+	memset(buf + hdr_len + paylen, 0, pad);
 	crc = icrc(ip, p, end - CAP_ETH_LEN);
 	buf[end] = (uint8_t)crc;
 	buf[end + 1] = (uint8_t)(crc >> 8);

@@ -46,9 +46,10 @@ struct cap_path {
 size_t rpcrdma__cap_headers(uint8_t *buf, const struct cap_path *p, uint8_t opcode,
 			    uint32_t psn, const void *ext, size_t ext_len);
 /* Pad the payload (paylen bytes at buf + hdr_len) to 4 bytes, fill in lengths, checksums
- * and the invariant CRC; returns the frame's length. */
+ * and the invariant CRC; returns the frame's length. Unless whole, only the headers are
+ * in buf (the frame will be cut at the snap length): no pad, CRC or UDP checksum. */
 size_t rpcrdma__cap_finish(uint8_t *buf, const struct cap_path *p, size_t hdr_len,
-			   size_t paylen);
+			   size_t paylen, int whole);
 /* Extended transport headers */
 void rpcrdma__cap_reth(uint8_t out[CAP_RETH_LEN], uint64_t va, uint32_t rkey, uint32_t len);
 void rpcrdma__cap_aeth(uint8_t out[CAP_AETH_LEN], uint32_t msn);
@@ -74,6 +75,7 @@ void rpcrdma__cap_cm_rtu(uint8_t mad[CAP_MAD_LEN], const struct cap_cm *cm);
 
 /* Queue one frame (len bytes, of which the first min(len, snaplen) are kept). */
 void rpcrdma__cap_put(struct rpcrdma_pcap *c, const uint8_t *frame, size_t len);
+uint32_t rpcrdma__cap_snaplen(const struct rpcrdma_pcap *c);
 /* Count a captured Send by its message type, and RDMA operations */
 void rpcrdma__cap_count_send(struct rpcrdma_pcap *c, const uint8_t *msg, size_t len);
 void rpcrdma__cap_count_rma(struct rpcrdma_pcap *c, uint32_t op, int peer);

@@ -16,6 +16,7 @@
 #define PCAP_MAGIC_NS 0xa1b23c4du   /* classic pcap, nanosecond timestamps */
 #define LINKTYPE_ETHERNET 1
 #define REC_HDR 16
+#define WRITER_TICK_MS 20
 
 struct pair {
 	struct pair *next;
@@ -37,7 +38,7 @@ struct rpcrdma_pcap {
 	size_t len;                 /* bytes in buf[active] */
 	uint64_t nframes, ntrunc;   /* frames in buf[active], and how many were cut */
 	int active;
-	int closing, closed, writing;
+	int closing, closed, writing, flushing;
 	int refs;                   /* the opener and each attached endpoint */
 	struct rpcrdma_pcap_stats st;
 	struct pair *pairs;
@@ -77,12 +78,25 @@ static void *writer_main(void *arg)
 		uint64_t frames, trunc;
 		int bad;
 
-		while (!c->len && !c->closing) {
-			pthread_cond_broadcast(&c->drained);
-			pthread_cond_wait(&c->wake, &c->lock);
+		/* write when a quarter full, on a flush or close, or every WRITER_TICK_MS: a
+		 * wake-up and a write per frame would cost more than the frame */
+		int timed_out = 0;
+
+		while (!c->closing && c->len < c->cap / 4 && !(c->len && (c->flushing || timed_out))) {
+			struct timespec ts;
+
+			if (!c->len)
+				pthread_cond_broadcast(&c->drained);
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += WRITER_TICK_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			timed_out = pthread_cond_timedwait(&c->wake, &c->lock, &ts) == ETIMEDOUT;
 		}
 		if (!c->len)
-			break;
+			break;   /* closing, and nothing left */
 		out = c->buf[c->active];
 		n = c->len;
 		frames = c->nframes;
@@ -157,7 +171,14 @@ static int sink_alloc(const struct rpcrdma_pcap_opts *o, struct rpcrdma_pcap **o
 	c->fd = -1;
 	c->refs = 1;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->wake, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->wake, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_cond_init(&c->drained, NULL);
 	*out = c;
 	if (!c->buf[0] || !c->buf[1]) {
@@ -244,10 +265,12 @@ void rpcrdma_pcap_flush(struct rpcrdma_pcap *c)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
+	c->flushing++;
 	while ((c->len || c->writing) && !c->closed) {
 		pthread_cond_signal(&c->wake);
 		pthread_cond_wait(&c->drained, &c->lock);
 	}
+	c->flushing--;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -261,6 +284,11 @@ void rpcrdma_pcap_stats(struct rpcrdma_pcap *c, struct rpcrdma_pcap_stats *out)
 	pthread_mutex_lock(&c->lock);
 	*out = c->st;
 	pthread_mutex_unlock(&c->lock);
+}
+
+uint32_t rpcrdma__cap_snaplen(const struct rpcrdma_pcap *c)
+{
+	return c->snaplen;
 }
 
 const char *rpcrdma_pcap_path(const struct rpcrdma_pcap *c)
@@ -302,9 +330,9 @@ void rpcrdma__cap_put(struct rpcrdma_pcap *c, const uint8_t *frame, size_t len)
 	dst = c->buf[c->active] + c->len;
 	memcpy(dst, h, REC_HDR);
 	memcpy(dst + REC_HDR, frame, incl);
-	if (!c->len)
-		pthread_cond_signal(&c->wake);
 	c->len += REC_HDR + incl;
+	if (c->len >= c->cap / 4 && c->len - REC_HDR - incl < c->cap / 4)
+		pthread_cond_signal(&c->wake);
 	c->nframes++;
 	c->ntrunc += incl < len;
 	pthread_mutex_unlock(&c->lock);

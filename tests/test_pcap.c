@@ -87,7 +87,7 @@ static void icrc_matches_hardware(void)
 	memcpy(buf, pkt, sizeof(pkt) - 4);
 	buf[24] = buf[25] = 0;   /* the IP checksum, recomputed */
 	memset(&p, 0, sizeof(p));
-	CHECK_EQ_U(rpcrdma__cap_finish(buf, &p, 54, 16), sizeof(pkt));
+	CHECK_EQ_U(rpcrdma__cap_finish(buf, &p, 54, 16, 1), sizeof(pkt));
 	CHECK(memcmp(buf, pkt, sizeof(pkt)) == 0);
 }
 

@@ -271,14 +271,16 @@ void ps_pcap_report(FILE *f)
 	rpcrdma_pcap_stats(ps_pcap, &st);
 	fprintf(f, "capture %s: %llu frames (%llu B), %llu cut at the snap length, %llu dropped "
 		   "(buffer full), %llu lost to write errors; Sends MSG/NOMSG/MSGP/DONE/ERROR "
-		   "%llu/%llu/%llu/%llu/%llu, RDMA writes %llu, reads %llu\n",
+		   "%llu/%llu/%llu/%llu/%llu, RDMA writes %llu, reads %llu; the peer's, shown from "
+		   "our memory: writes %llu, reads %llu\n",
 		rpcrdma_pcap_path(ps_pcap), (unsigned long long)st.frames,
 		(unsigned long long)st.bytes, (unsigned long long)st.truncated,
 		(unsigned long long)st.dropped, (unsigned long long)st.write_errors,
 		(unsigned long long)st.sends[0], (unsigned long long)st.sends[1],
 		(unsigned long long)st.sends[2], (unsigned long long)st.sends[3],
 		(unsigned long long)st.sends[4], (unsigned long long)st.writes,
-		(unsigned long long)st.reads);
+		(unsigned long long)st.reads, (unsigned long long)st.peer_writes,
+		(unsigned long long)st.peer_reads);
 }
 
 void ps_pcap_stop(void)
