@@ -47,6 +47,20 @@ kill -USR1 $spid
 sleep 0.5
 sed -n '/statistics/,$p' "$log"
 echo
+echo "== the same traffic as Wireshark sees it: perf's side captured with --pcap as RoCEv2"
+echo "   frames (docs/CAPTURE.md), read back by tshark and by rpcrdma decode --pcap"
+cap=$(mktemp --suffix=.pcap)
+trap 'kill $spid 2>/dev/null; rm -f "$log" "$cap"' EXIT
+build/rpcrdma perf "127.0.0.1:$rport" --ops read,write --sizes 64k --depths 1 --seconds 0.05 \
+	--pcap "$cap" 2>&1 >/dev/null
+if command -v tshark >/dev/null; then
+	tshark -2 -o rpc.dissect_unknown_programs:TRUE -r "$cap" 2>/dev/null |
+		grep -m 12 -E 'CM:|proc-[23]|Read Re|Write First' || true
+else
+	echo "   (tshark is not installed: scripts/setup.sh installs it when it can)"
+fi
+build/rpcrdma decode --pcap "$cap" | grep -m 1 -B 3 -A 4 '^    position' || true
+echo
 echo "== rpcrdma perf --compare: RPC-over-RDMA (libfabric tcp) against ONC RPC/TCP (libtirpc)"
 echo "   and the raw provider, on loopback (about 15 s)"
 build/rpcrdma perf "127.0.0.1:$rport" --tcp-port "$tport" --compare --seconds 0.25
