@@ -15,7 +15,7 @@ flags=(-std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer,address,undef
 	-fno-sanitize-recover=all -Wno-gnu-variable-sized-type-not-at-end -Iinclude)
 clang "${flags[@]}" lib/codec_*.c lib/errors.c fuzz/fuzz_decode.c -o build-fuzz/fuzz_decode
 clang "${flags[@]}" -D_GNU_SOURCE -DRPCRDMA_BUILDING -Itests -Iprov lib/*.c prov/*.c \
-	fuzz/fuzz_engine.c $(pkg-config --cflags --libs libfabric) -lpthread \
+	fuzz/fuzz_engine.c $(pkg-config --cflags --libs libfabric) -lpthread -lz \
 	-o build-fuzz/fuzz_engine
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

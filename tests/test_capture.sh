@@ -29,7 +29,8 @@ NFS_PROG=100003
 #  1 frame  2 BTH opcode  3 dest QP  4-12 the rpcordma header columns of docs/CAPTURE.md
 #  13 RPC msgtyp  14 RPC xid  15 RPC program  16 NFSv3 procedure  17 malformed  18 expert
 dump() {
-	tshark -2 -o rpc.dissect_unknown_programs:TRUE -r "$1" -T fields -E occurrence=f \
+	tshark -2 -o rpc.dissect_unknown_programs:TRUE -o ip.check_checksum:TRUE \
+		-o udp.check_checksum:TRUE -r "$1" -T fields -E occurrence=f \
 		-e frame.number -e infiniband.bth.opcode -e infiniband.bth.destqp \
 		-e rpcordma.xid -e rpcordma.msg_type -e rpcordma.flow_control \
 		-e rpcordma.reads_count -e rpcordma.writes_count -e rpcordma.reply_count \
@@ -51,7 +52,8 @@ bad() {
 }
 
 # Every Send frame (SEND ONLY, or the LAST of a split one) is an rpcordma message, none is
-# malformed, and tshark's header fields are ours.
+# malformed or has an error (a bad IP or UDP checksum is one), and tshark's header fields
+# are ours.
 check_sends() {
 	local f=$1 d=$2 sends msgs malformed
 	sends=$(q "$d" '$2 == 4 || $2 == 2' | wc -l)
@@ -87,6 +89,28 @@ server_qp() {
 rpc_counts() {
 	q "$1" -v prog="$2" '$15 == prog { if ($13 == 0) c[$14] = 1; else r[$14] = 1 }
 		END { m = 0; for (k in c) if (k in r) m++; printf "%d %d %d", length(c), length(r), m }'
+}
+
+# A capture file is input like any other: cut short or with bytes changed, the reader
+# reports and goes on (exit 0, 1 or 2), never crashes.
+damaged_files() {
+	local f=$1 size cut rc i
+	size=$(stat -c %s "$f")
+	for cut in 10 24 30 100 400 1000 5000 $((size - 7)); do
+		head -c "$cut" "$f" >"$out/cut.pcap"
+		"$BUILD/rpcrdma" decode --pcap "$out/cut.pcap" >/dev/null 2>&1
+		rc=$?
+		[ "$rc" -le 2 ] || bad "decode --pcap of a file cut at $cut bytes: exit $rc"
+	done
+	for i in 1 2 3 4 5 6 7 8; do
+		cp "$f" "$out/flip.pcap"
+		# a run of bytes changed somewhere after the file header
+		printf '\xff\x00\x7f\x80\xff\xff' | dd of="$out/flip.pcap" bs=1 \
+			seek=$((24 + (i * 7919) % (size - 30))) conv=notrunc 2>/dev/null
+		"$BUILD/rpcrdma" decode --pcap "$out/flip.pcap" --json >/dev/null 2>&1
+		rc=$?
+		[ "$rc" -le 2 ] || bad "decode --pcap of a damaged file: exit $rc"
+	done
 }
 
 engine_run() {
@@ -139,9 +163,9 @@ engine_run() {
 }
 
 nfs_run() {
-	local calls replies matched procs
-	echo "== NFSv3 over $PROV, both sides in one file"
-	RPCRDMA_PCAP="$out/nfs.pcap" timeout 120 "$BUILD/test_nfs3" "$PROV" >"$out/nfs.log" 2>&1 ||
+	local calls replies matched procs host=${1:-127.0.0.1}
+	echo "== NFSv3 over $PROV ($host), both sides in one file"
+	RPCRDMA_PCAP="$out/nfs.pcap" timeout 120 "$BUILD/test_nfs3" "$PROV" "$host" >"$out/nfs.log" 2>&1 ||
 		{ cat "$out/nfs.log"; bad "test_nfs3"; return; }
 	dump "$out/nfs.pcap" "$out/nfs.tsv"
 	check_sends "$out/nfs.pcap" "$out/nfs.tsv"
@@ -152,11 +176,13 @@ nfs_run() {
 	[ "$((calls + replies))" -eq "$sends" ] && [ "$matched" -eq "$calls" ] ||
 		bad "nfs.pcap: not every call and reply decodes as NFS"
 	[ "$procs" = "5 6 7 10 " ] || bad "nfs.pcap: procedures $procs, want READLINK READ WRITE SYMLINK"
+	damaged_files "$out/nfs.pcap"
 	rm -f "$out"/*.pcap
 }
 
 engine_run plain
 engine_run rfc5666
 nfs_run
+[ "$PROV" = tcp ] && nfs_run ::1   # IPv6 frames for an IPv6 connection
 [ "$fail" -eq 0 ] && echo "capture over $PROV: all checks passed"
 exit "$fail"

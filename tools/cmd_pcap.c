@@ -93,7 +93,12 @@ static int pcap_next(struct pcap_in *in, struct frame *fr)
 		return -1;
 	fr->incl = rd32(h + 8, in->swap);
 	fr->orig = rd32(h + 12, in->swap);
-	if (fr->incl > FRAME_CAP || fread(fr->data, 1, fr->incl, in->f) != fr->incl)
+	if (fr->incl > FRAME_CAP) {
+		fprintf(stderr, "frame %" PRIu64 ": %u bytes, more than the %u this reader takes\n",
+			in->frame + 1, fr->incl, FRAME_CAP);
+		return -1;
+	}
+	if (fread(fr->data, 1, fr->incl, in->f) != fr->incl)
 		return -1;
 	in->frame++;
 	return 1;
@@ -253,12 +258,13 @@ static int print_send(uint64_t frame, const struct send_view *v, const uint8_t *
 
 	rpcrdma_msg_bind(&m, &st);
 	rc = rpcrdma_decode(msg, len, RPCRDMA_DIR_ANY, NULL, &m, &ds);
+	/* a Send cut at the snap length may not decode: that is the file, not the Send */
 	if (o->fields) {
 		if (!rc)
 			print_fields(frame, &m);
 		else
 			printf("%" PRIu64 "\tinvalid\n", frame);
-		return rc != 0;
+		return rc != 0 && !truncated;
 	}
 	print_head(frame, v, len, o);
 	if (truncated && o->json)
@@ -277,7 +283,7 @@ static int print_send(uint64_t frame, const struct send_view *v, const uint8_t *
 		printf("invalid: %s (%s) at offset %u; answer %s\n", rpcrdma_reason_str(ds.reason),
 		       rpcrdma_reason_name(ds.reason), ds.offset, rpcrdma_wire_err_name(ds.answer));
 	}
-	return rc != 0;
+	return rc != 0 && !truncated;
 }
 
 /* One frame: a whole Send is printed; pieces are kept until the LAST. */
