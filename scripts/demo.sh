@@ -59,7 +59,7 @@ if command -v tshark >/dev/null; then
 else
 	echo "   (tshark is not installed: scripts/setup.sh installs it when it can)"
 fi
-build/rpcrdma decode --pcap "$cap" | grep -m 1 -B 3 -A 4 '^    position' || true
+build/rpcrdma decode --pcap "$cap" | grep -m 1 -B 3 -A 3 '^    position' || true
 echo
 echo "== rpcrdma perf --compare: RPC-over-RDMA (libfabric tcp) against ONC RPC/TCP (libtirpc)"
 echo "   and the raw provider, on loopback (about 15 s)"
