@@ -89,6 +89,13 @@ static uint32_t packets(uint64_t len)
 	return len ? (uint32_t)((len + RPCRDMA_PCAP_MTU - 1) / RPCRDMA_PCAP_MTU) : 1;
 }
 
+/* What a cut frame keeps of its pad and CRC: zeros, not a previous frame's bytes. */
+static void zero_tail(uint8_t *frame, size_t from, size_t to)
+{
+	if (to > from)
+		memset(frame + from, 0, to - from);
+}
+
 /* One message as frames of at most the MTU; returns the PSN after it. */
 static uint32_t emit(struct cap_ep *s, const struct cap_path *p, uint32_t psn,
 		     const struct opset *o, struct cursor *cur, uint64_t total)
@@ -102,15 +109,19 @@ static uint32_t emit(struct cap_ep *s, const struct cap_path *p, uint32_t psn,
 		const uint8_t *ext = first ? o->ext_first : last ? o->ext_last : NULL;
 		size_t ext_len = first ? o->ext_first_len : last ? o->ext_last_len : 0;
 		size_t hdr = rpcrdma__cap_headers(s->frame, p, op, psn, ext, ext_len);
+		size_t len = hdr + n + ((4 - (n & 3)) & 3) + CAP_ICRC_LEN;
 		/* bytes past the snap length are neither copied nor checksummed */
-		size_t keep = s->snaplen > hdr ? s->snaplen - hdr : 0;
-		int whole = hdr + n + 3 + CAP_ICRC_LEN <= s->snaplen;
+		int whole = len <= s->snaplen;
+		size_t keep = whole ? n : s->snaplen > hdr ? s->snaplen - hdr : 0;
 
-		if (keep > n || whole)
+		if (keep > n)
 			keep = n;
 		cursor_copy(cur, s->frame + hdr, keep);
 		cursor_copy(cur, NULL, n - keep);
-		rpcrdma__cap_put(s->sink, s->frame, rpcrdma__cap_finish(s->frame, p, hdr, n, whole));
+		rpcrdma__cap_finish(s->frame, p, hdr, n, whole);
+		if (!whole)
+			zero_tail(s->frame, hdr + keep, s->snaplen < len ? s->snaplen : len);
+		rpcrdma__cap_put(s->sink, s->frame, len);
 		psn = (psn + 1) & 0xffffff;
 		off += n;
 	} while (off < total);

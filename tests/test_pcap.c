@@ -313,6 +313,36 @@ static void snaplen_cuts_frames(void)
 	unlink(tmp_path());
 }
 
+/* Cut inside the CRC: the two bytes kept are zeros, not a previous frame's. */
+static void snaplen_inside_crc(void)
+{
+	struct rpcrdma_pcap_opts o = { BTH + 12 + 1808 + 2, 0 };
+	struct rpcrdma_pcap *c;
+	struct cap_file f;
+	struct rig r;
+
+	rig_open(&r);
+	CHECK_EQ_U(rpcrdma_pcap_open(tmp_path(), &o, &c), 0);
+	CHECK_EQ_U(rpcrdma_ep_capture(r.a, c), 0);
+	traffic(&r);
+	rig_close(&r);
+	rpcrdma_pcap_close(c);
+	read_file(tmp_path(), &f);
+	CHECK(f.n >= 6);
+	if (f.n >= 6) {
+		CHECK_EQ_U(opcode(&f.r[5]), IB_SEND_LAST);
+		CHECK_EQ_U(f.r[5].orig, BTH + 12 + 1808 + 4);
+		CHECK_EQ_U(f.r[5].incl, BTH + 12 + 1808 + 2);
+		/* the Send's last bytes, as traffic() filled the memory */
+		CHECK_EQ_U(f.r[5].d[BTH + 12], (uint8_t)((16384 + 8192) * 7 + 1));
+		CHECK_EQ_U(f.r[5].d[BTH + 12 + 1807], (uint8_t)((16384 + 8192 + 1807) * 7 + 1));
+		CHECK_EQ_U(f.r[5].d[BTH + 12 + 1808], 0);
+		CHECK_EQ_U(f.r[5].d[BTH + 12 + 1809], 0);
+	}
+	free_file(&f);
+	unlink(tmp_path());
+}
+
 static void *drain(void *arg)
 {
 	uint8_t buf[4096];
@@ -378,6 +408,7 @@ int main(void)
 	RUN(frames_of_each_event);
 	RUN(paired_endpoints_write_once);
 	RUN(snaplen_cuts_frames);
+	RUN(snaplen_inside_crc);
 	RUN(full_buffer_drops);
 	HARNESS_END();
 }
