@@ -23,11 +23,13 @@ PEER_LIB_TMP=1
 export RPCRDMA_PCAP_BUFFER=$((512 << 20))   # this test wants every frame
 fail=0
 ECHO_PROG=536871065   # 0x20000099, tests/engine_rig.h
+ECHO_PROC=1
 NFS_PROG=100003
 
 # One pass of tshark (two, as Wireshark does) over a file: a line per frame, with
 #  1 frame  2 BTH opcode  3 dest QP  4-12 the rpcordma header columns of docs/CAPTURE.md
 #  13 RPC msgtyp  14 RPC xid  15 RPC program  16 NFSv3 procedure  17 malformed  18 expert
+#  19 RPC procedure
 dump() {
 	tshark -2 -o rpc.dissect_unknown_programs:TRUE -o ip.check_checksum:TRUE \
 		-o udp.check_checksum:TRUE -r "$1" -T fields -E occurrence=f \
@@ -36,7 +38,7 @@ dump() {
 		-e rpcordma.reads_count -e rpcordma.writes_count -e rpcordma.reply_count \
 		-e rpcordma.errcode -e rpcordma.vers_low -e rpcordma.vers_high \
 		-e rpc.msgtyp -e rpc.xid -e rpc.program -e nfs.procedure_v3 \
-		-e _ws.malformed -e _ws.expert.severity 2>/dev/null >"$2"
+		-e _ws.malformed -e _ws.expert.severity -e rpc.procedure 2>/dev/null >"$2"
 }
 
 # awk over a dump, tab-separated
@@ -85,9 +87,11 @@ server_qp() {
 	q "$1" '$5 != "" { print $3; exit }'
 }
 
-# Calls and replies whose RPC decodes as program $2, and how many calls have a reply.
+# Calls and replies whose RPC decodes as program $2 (and procedure $3 if given), and how
+# many calls have a reply.
 rpc_counts() {
-	q "$1" -v prog="$2" '$15 == prog { if ($13 == 0) c[$14] = 1; else r[$14] = 1 }
+	q "$1" -v prog="$2" -v proc="${3:-}" '$15 == prog && (proc == "" || $19 == proc) {
+		if ($13 == 0) c[$14] = 1; else r[$14] = 1 }
 		END { m = 0; for (k in c) if (k in r) m++; printf "%d %d %d", length(c), length(r), m }'
 }
 
@@ -144,8 +148,8 @@ engine_run() {
 	for side in server client; do
 		want_calls=$all_calls
 		[ "$side" = client ] && want_calls=$want_replies
-		read -r calls replies matched <<<"$(rpc_counts "$out/$side.tsv" $ECHO_PROG)"
-		echo "$side file: $calls calls and $replies replies decode as program $ECHO_PROG, $matched matched"
+		read -r calls replies matched <<<"$(rpc_counts "$out/$side.tsv" $ECHO_PROG $ECHO_PROC)"
+		echo "$side file: $calls calls and $replies replies decode as program $ECHO_PROG procedure $ECHO_PROC, $matched matched"
 		[ "$calls" -eq "$want_calls" ] || bad "$side file: calls decoded $calls of $want_calls"
 		[ "$replies" -eq "$want_replies" ] && [ "$matched" -eq "$want_replies" ] ||
 			bad "$side file: replies decoded $replies (matched $matched) of $want_replies"
