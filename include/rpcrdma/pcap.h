@@ -71,6 +71,8 @@ RPCRDMA_API const char *rpcrdma_pcap_path(const struct rpcrdma_pcap *c);
 RPCRDMA_API int rpcrdma_ep_capture(struct rpcrdma_ep *ep, struct rpcrdma_pcap *c);
 
 /* The capture every endpoint connected or accepted from now on joins (NULL: none).
+ * Replacing or closing it while other threads are connecting is not safe: set it before
+ * connections start, and close it (after setting NULL) when they are done.
  * Unless set, the environment variable RPCRDMA_PCAP=FILE opens one at the first
  * connection (RPCRDMA_PCAP_SNAPLEN and RPCRDMA_PCAP_BUFFER set its options), written
  * and closed at exit. Returns the previous one. */
