@@ -17,7 +17,6 @@
 struct pend {
 	struct pend *next;
 	void *ctx;
-	uint32_t op;
 	uint32_t psn;                    /* Read: the first request's PSN */
 	uint32_t nlocal, nremote;
 	struct rpcrdma_sge *local;       /* Receive: one piece */
@@ -36,7 +35,7 @@ struct peer_reads {
 struct cap_ep {
 	struct rpcrdma_pcap *sink;
 	const struct rpcrdma_prov *prov;
-	int active, paired;
+	int active;
 	struct peer_reads *peer_reads;
 	uint32_t npeer_reads;
 	struct rpcrdma_msg_storage *st;  /* decoding, for the peer's operations */
@@ -417,7 +416,7 @@ static struct pend *pend_take(struct cap_ep *s, const void *ctx)
 	return NULL;
 }
 
-static struct pend *pend_new(void *ctx, uint32_t op, const struct rpcrdma_sge *local,
+static struct pend *pend_new(void *ctx, const struct rpcrdma_sge *local,
 			     uint32_t nlocal, const struct rpcrdma_segment *remote,
 			     uint32_t nremote)
 {
@@ -426,7 +425,6 @@ static struct pend *pend_new(void *ctx, uint32_t op, const struct rpcrdma_sge *l
 	if (!p)
 		return NULL;
 	p->ctx = ctx;
-	p->op = op;
 	p->nlocal = nlocal;
 	p->nremote = nremote;
 	p->local = malloc(sizeof(*local) * nlocal);
@@ -441,11 +439,10 @@ static struct pend *pend_new(void *ctx, uint32_t op, const struct rpcrdma_sge *l
 	return p;
 }
 
+/* checked per event: the other side may be captured later, or go first */
 static int paired(struct cap_ep *s)
 {
-	/* checked per event: the other side may be captured later, or go first */
-	s->paired = rpcrdma__cap_paired(s->sink, s);
-	return s->paired;
+	return rpcrdma__cap_paired(s->sink, s);
 }
 
 /* One RDMA Write of a remote segment; returns the PSN after it. */
@@ -619,7 +616,7 @@ void rpcrdma__cap_on_recv_post(struct cap_ep *s, const struct rpcrdma_sge *sge, 
 
 	if (paired(s))
 		return;
-	p = pend_new(ctx, RPCRDMA_OP_RECV, sge, 1, NULL, 0);
+	p = pend_new(ctx, sge, 1, NULL, 0);
 	if (p)
 		pend_add(s, p);
 }
@@ -639,7 +636,7 @@ void rpcrdma__cap_on_rma(struct cap_ep *s, uint32_t op, const struct rpcrdma_sge
 			s->psn_out = emit_write(s, &s->out, s->psn_out, &remote[i], &cur);
 		return;
 	}
-	p = pend_new(ctx, op, local, nlocal, remote, nremote);
+	p = pend_new(ctx, local, nlocal, remote, nremote);
 	if (p) {
 		p->psn = s->psn_out;
 		pend_add(s, p);

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../lib/xdr_be.h"
 #include "pcap_int.h"
 
 static void put16(uint8_t *p, uint32_t v)
@@ -16,18 +17,6 @@ static void put24(uint8_t *p, uint32_t v)
 	p[0] = (uint8_t)(v >> 16);
 	p[1] = (uint8_t)(v >> 8);
 	p[2] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, v);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
 }
 
 static size_t ip_len(const struct cap_path *p)
@@ -45,7 +34,7 @@ static void eth_header(uint8_t *b, const struct cap_path *p)
 static void ip_header(uint8_t *b, const struct cap_path *p)
 {
 	if (p->v6) {
-		put32(b, 0x60000000);
+		rpcrdma__put32(b, 0x60000000);
 		b[6] = 17;   /* UDP */
 		b[7] = 64;
 		memcpy(b + 8, p->src_ip, 16);
@@ -173,9 +162,9 @@ size_t rpcrdma__cap_finish(uint8_t *buf, const struct cap_path *p, size_t hdr_le
 
 void rpcrdma__cap_reth(uint8_t out[CAP_RETH_LEN], uint64_t va, uint32_t rkey, uint32_t len)
 {
-	put64(out, va);
-	put32(out + 8, rkey);
-	put32(out + 12, len);
+	rpcrdma__put64(out, va);
+	rpcrdma__put32(out + 8, rkey);
+	rpcrdma__put32(out + 12, len);
 }
 
 void rpcrdma__cap_aeth(uint8_t out[CAP_AETH_LEN], uint32_t msn)
@@ -186,7 +175,7 @@ void rpcrdma__cap_aeth(uint8_t out[CAP_AETH_LEN], uint32_t msn)
 
 void rpcrdma__cap_deth(uint8_t out[CAP_DETH_LEN], uint32_t qkey, uint32_t src_qp)
 {
-	put32(out, qkey);
+	rpcrdma__put32(out, qkey);
 	out[4] = 0;
 	put24(out + 5, src_qp);
 }
@@ -205,7 +194,7 @@ static uint8_t *mad_header(uint8_t *mad, uint64_t tid, uint16_t attr)
 	mad[1] = CM_CLASS;
 	mad[2] = CM_VERSION;
 	mad[3] = CM_SEND;
-	put64(mad + 8, tid);
+	rpcrdma__put64(mad + 8, tid);
 	put16(mad + 16, attr);
 	return mad + MAD_HDR;
 }
@@ -232,8 +221,8 @@ void rpcrdma__cap_cm_req(uint8_t mad[CAP_MAD_LEN], const struct cap_cm *cm)
 {
 	uint8_t *d = mad_header(mad, cm->tid, CM_REQ), *pd = d + 140;
 
-	put32(d, cm->comm_id[0]);
-	put64(d + 8, ipcm_sid(cm->port[1]));
+	rpcrdma__put32(d, cm->comm_id[0]);
+	rpcrdma__put64(d + 8, ipcm_sid(cm->port[1]));
 	put24(d + 32, cm->qpn[0]);
 	d[35] = 1;                            /* responder resources */
 	d[39] = 1;                            /* initiator depth */
@@ -265,8 +254,8 @@ void rpcrdma__cap_cm_rep(uint8_t mad[CAP_MAD_LEN], const struct cap_cm *cm)
 {
 	uint8_t *d = mad_header(mad, cm->tid, CM_REP);
 
-	put32(d, cm->comm_id[1]);
-	put32(d + 4, cm->comm_id[0]);
+	rpcrdma__put32(d, cm->comm_id[1]);
+	rpcrdma__put32(d + 4, cm->comm_id[0]);
 	put24(d + 12, cm->qpn[1]);
 	put24(d + 20, cm->psn[1]);
 	d[24] = 1;
@@ -279,6 +268,6 @@ void rpcrdma__cap_cm_rtu(uint8_t mad[CAP_MAD_LEN], const struct cap_cm *cm)
 {
 	uint8_t *d = mad_header(mad, cm->tid, CM_RTU);
 
-	put32(d, cm->comm_id[0]);
-	put32(d + 4, cm->comm_id[1]);
+	rpcrdma__put32(d, cm->comm_id[0]);
+	rpcrdma__put32(d + 4, cm->comm_id[1]);
 }

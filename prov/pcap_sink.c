@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/xdr_be.h"
 #include "pcap_int.h"
 
 #define PCAP_MAGIC_NS 0xa1b23c4du   /* classic pcap, nanosecond timestamps */
@@ -340,9 +341,7 @@ void rpcrdma__cap_put(struct rpcrdma_pcap *c, const uint8_t *frame, size_t len)
 
 void rpcrdma__cap_count_send(struct rpcrdma_pcap *c, const uint8_t *msg, size_t len)
 {
-	uint32_t type = len >= 16 ? (uint32_t)msg[12] << 24 | (uint32_t)msg[13] << 16 |
-					    (uint32_t)msg[14] << 8 | msg[15]
-				  : UINT32_MAX;
+	uint32_t type = len >= 16 ? rpcrdma__get32(msg + 12) : UINT32_MAX;
 
 	pthread_mutex_lock(&c->lock);
 	if (type < 5)

@@ -28,6 +28,7 @@ void msg_json_fields(FILE *f, const struct rpcrdma_msg *m, int with_body);
 void msg_json_invalid_fields(FILE *f, const struct rpcrdma_decode_status *st);
 int cmd_decode_pcap(const char *path, int json, int fields, int body);
 void msg_text_print(FILE *f, const struct rpcrdma_msg *m);
+void msg_text_invalid(FILE *f, const struct rpcrdma_decode_status *st);
 
 /* Build m from one JSON object (the shape msg_json_print writes). Body bytes, if any,
  * go to body/body_len (caller's buffer of body_cap). Returns 0 or -1 with *err set. */

@@ -47,9 +47,7 @@ static int decode_one(const unsigned char *buf, size_t len, const struct decode_
 	if (o->json)
 		msg_json_invalid(stdout, &ds);
 	else
-		printf("invalid: %s (%s) at offset %u; answer %s\n", rpcrdma_reason_str(ds.reason),
-		       rpcrdma_reason_name(ds.reason), ds.offset,
-		       rpcrdma_wire_err_name(ds.answer));
+		msg_text_invalid(stdout, &ds);
 	return 1;
 }
 

@@ -280,8 +280,7 @@ static int print_send(uint64_t frame, const struct send_view *v, const uint8_t *
 		msg_json_invalid_fields(stdout, &ds);
 		puts("}");
 	} else {
-		printf("invalid: %s (%s) at offset %u; answer %s\n", rpcrdma_reason_str(ds.reason),
-		       rpcrdma_reason_name(ds.reason), ds.offset, rpcrdma_wire_err_name(ds.answer));
+		msg_text_invalid(stdout, &ds);
 	}
 	return rc != 0 && !truncated;
 }
@@ -297,8 +296,10 @@ static int handle_send(struct flow *fl, uint64_t frame, const struct send_view *
 	f = flow_of(fl, v);
 	if (!f)
 		return 1;
-	if (v->opcode == 0x00)
-		f->len = 0, f->truncated = 0;
+	if (v->opcode == 0x00) {   /* FIRST: a new message */
+		f->len = 0;
+		f->truncated = 0;
+	}
 	if (flow_append(f, v))
 		return 1;
 	if (v->opcode == 0x00 || v->opcode == 0x01)

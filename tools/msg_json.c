@@ -179,6 +179,12 @@ static void rpc_text(FILE *f, const struct rpcrdma_msg *m)
 			rc ? " (header truncated)" : "");
 }
 
+void msg_text_invalid(FILE *f, const struct rpcrdma_decode_status *st)
+{
+	fprintf(f, "invalid: %s (%s) at offset %u; answer %s\n", rpcrdma_reason_str(st->reason),
+		rpcrdma_reason_name(st->reason), st->offset, rpcrdma_wire_err_name(st->answer));
+}
+
 void msg_text_print(FILE *f, const struct rpcrdma_msg *m)
 {
 	const char *name = rpcrdma_proc_name(m->proc);
