@@ -15,10 +15,12 @@ static int size_to_octet(uint32_t size, uint8_t *out)
 int rpcrdma_pdata_encode(const struct rpcrdma_pdata *pd, void *buf, size_t cap)
 {
 	uint8_t *p = buf, snd, rcv;
+	size_t len;
 
 	if (!pd || !buf)
 		return -RPCRDMA_ERR_INVAL;
-	if (cap < RPCRDMA_PDATA_LEN)
+	len = pd->ext_flags ? RPCRDMA_PDATA_EXT_LEN : RPCRDMA_PDATA_LEN;
+	if (cap < len)
 		return -RPCRDMA_ERR_NOSPC;
 	if (size_to_octet(pd->send_size, &snd) || size_to_octet(pd->recv_size, &rcv))
 		return -RPCRDMA_ERR_RANGE;
@@ -27,13 +29,20 @@ int rpcrdma_pdata_encode(const struct rpcrdma_pdata *pd, void *buf, size_t cap)
 	p[5] = pd->flags;
 	p[6] = snd;
 	p[7] = rcv;
-	return RPCRDMA_PDATA_LEN;
+	if (pd->ext_flags) {
+		rpcrdma__put32(p + 8, RPCRDMA_PDATA_EXT_FORMAT);
+		p[12] = RPCRDMA_PDATA_EXT_VERSION;
+		p[13] = pd->ext_flags;
+		p[14] = p[15] = 0;
+	}
+	return (int)len;
 }
 
 static void pdata_defaults(struct rpcrdma_pdata *out)
 {
 	out->version = 0;
 	out->flags = 0;
+	out->ext_flags = 0;
 	out->send_size = RPCRDMA_DEF_INLINE;
 	out->recv_size = RPCRDMA_DEF_INLINE;
 }
@@ -55,6 +64,9 @@ int rpcrdma_pdata_decode(const void *buf, size_t len, struct rpcrdma_pdata *out)
 	out->flags = p[5];
 	out->send_size = ((uint32_t)p[6] + 1) * 1024;
 	out->recv_size = ((uint32_t)p[7] + 1) * 1024;
+	if (len >= RPCRDMA_PDATA_EXT_LEN && rpcrdma__get32(p + 8) == RPCRDMA_PDATA_EXT_FORMAT &&
+	    p[12] == RPCRDMA_PDATA_EXT_VERSION)
+		out->ext_flags = p[13];
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #define DEF_MAX_MESSAGE (64u << 20)
 #define DEF_DONE_TIMEOUT_MS 5000u
 #define DEF_CREDIT_TIMEOUT_MS 30000u
+#define DEF_DONE_PENDING 8u   /* long replies awaiting RDMA_DONE; each needs a receive */
 #define MAX_CREDITS 1024u
 #define SEND_SLACK 8u    /* Send buffers beyond the credit window: DONEs, errors */
 
@@ -55,7 +56,7 @@ void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role)
 	cfg->max_message = DEF_MAX_MESSAGE;
 	rpcrdma_limits_default(&cfg->limits);
 	cfg->done_timeout_ms = DEF_DONE_TIMEOUT_MS;
-	cfg->max_done_pending = DEF_CREDITS;
+	cfg->max_done_pending = DEF_DONE_PENDING;
 	cfg->credit_timeout_ms = DEF_CREDIT_TIMEOUT_MS;
 }
 
@@ -79,7 +80,9 @@ static int check_config(const struct rpcrdma_eng_config *c)
 		return -RPCRDMA_ERR_RANGE;
 	if (c->max_message < c->inline_recv)
 		return -RPCRDMA_ERR_RANGE;
-	if (c->role == RPCRDMA_ENG_SERVER && c->reply_read_chunks && !c->max_done_pending)
+	if (c->reply_read_chunks > RPCRDMA_RRC_NEVER ||
+	    (c->role == RPCRDMA_ENG_SERVER && c->reply_read_chunks != RPCRDMA_RRC_NEVER &&
+	     !c->max_done_pending))
 		return -RPCRDMA_ERR_RANGE;
 	return 0;
 }
@@ -113,6 +116,8 @@ int rpcrdma_eng_create(const struct rpcrdma_eng_config *cfg, const struct rpcrdm
 	return 0;
 }
 
+/* A client also says that it takes read chunks in replies (RFC 5666 §3.5), so that a
+ * librpcrdma server may send a reply longer than the reply chunk offered. */
 int rpcrdma_eng_pdata(const struct rpcrdma_eng *e, void *buf, size_t cap)
 {
 	struct rpcrdma_pdata pd = {
@@ -120,6 +125,7 @@ int rpcrdma_eng_pdata(const struct rpcrdma_eng *e, void *buf, size_t cap)
 		.flags = 0,
 		.send_size = e->cfg.inline_send & ~1023u,
 		.recv_size = e->inline_recv,
+		.ext_flags = e->cfg.role == RPCRDMA_ENG_CLIENT ? RPCRDMA_PDATA_X_REPLY_READS : 0,
 	};
 
 	return rpcrdma_pdata_encode(&pd, buf, cap);
@@ -132,8 +138,11 @@ void rpcrdma_eng_set_peer_pdata(struct rpcrdma_eng *e, const void *pd, size_t le
 	struct rpcrdma_pdata p;
 	uint32_t peer_recv = RPCRDMA_DEF_INLINE;
 
-	if (pd && len && rpcrdma_pdata_decode(pd, len, &p) == 0)
+	e->peer_ext = 0;
+	if (pd && len && rpcrdma_pdata_decode(pd, len, &p) == 0) {
 		peer_recv = p.recv_size;
+		e->peer_ext = p.ext_flags;
+	}
 	e->inline_send = peer_recv < e->cfg.inline_send ? peer_recv : e->cfg.inline_send;
 	e->st.inline_send = e->inline_send;
 }
@@ -195,13 +204,21 @@ static int alloc_bufs(struct rpcrdma_eng *e, uint32_t n, uint32_t size, uint8_t 
 	return 0;
 }
 
+/* Whether this server may answer with read chunks (the peer's private data is known). */
+bool rpcrdma__eng_reply_reads(const struct rpcrdma_eng *e)
+{
+	return e->cfg.reply_read_chunks == RPCRDMA_RRC_ALWAYS ||
+	       (e->cfg.reply_read_chunks == RPCRDMA_RRC_AUTO &&
+		(e->peer_ext & RPCRDMA_PDATA_X_REPLY_READS));
+}
+
 /* Receive buffers: a client needs one per call in flight; a server one per credit it
  * grants plus one per RDMA_DONE it awaits (RFC 5666 §3.8). */
-static uint32_t recv_buffers(const struct rpcrdma_eng_config *c)
+static uint32_t recv_buffers(const struct rpcrdma_eng *e)
 {
-	if (c->role == RPCRDMA_ENG_CLIENT)
-		return c->max_credits + 1;
-	return c->max_credits + (c->reply_read_chunks ? c->max_done_pending : 0);
+	if (e->cfg.role == RPCRDMA_ENG_CLIENT)
+		return e->cfg.max_credits + 1;
+	return e->cfg.max_credits + (rpcrdma__eng_reply_reads(e) ? e->cfg.max_done_pending : 0);
 }
 
 int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
@@ -215,7 +232,7 @@ int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
 		return -RPCRDMA_ERR_INVAL;
 	e->lo = *lo;
 	e->started = true;
-	e->nrbufs = recv_buffers(&e->cfg);
+	e->nrbufs = recv_buffers(e);
 	e->nsbufs = e->cfg.max_credits + SEND_SLACK;
 	rc = alloc_bufs(e, e->nrbufs, e->inline_recv, &e->rmem, &e->rmr, &e->rbufs, &e->rfree,
 			OPK_RECV);

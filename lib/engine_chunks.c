@@ -125,13 +125,14 @@ void rpcrdma__fill_segments(struct rpcrdma_segment *out, const struct rpcrdma_wr
 }
 
 /* Bytes of a header (RFC 5666 §4.2) with nreads read-list entries, a write list of
- * nwrite_chunks chunks holding nwrite_segs segments, and a reply chunk. */
+ * nwrite_chunks chunks holding nwrite_segs segments, and a reply chunk. A read-list entry
+ * is 24 bytes: its discriminator, position and a 16-byte segment. */
 uint32_t rpcrdma__hdr_chunks_len(uint32_t nreads, uint32_t nwrite_chunks, uint32_t nwrite_segs,
 				 uint32_t reply_segs, bool has_reply)
 {
 	uint32_t n = RPCRDMA_FIXED_HDR_LEN;
 
-	n += 20u * nreads + 4u;
+	n += RPCRDMA__READ_ENTRY_LEN * nreads + 4u;
 	n += 8u * nwrite_chunks + 16u * nwrite_segs + 4u;
 	n += has_reply ? 8u + 16u * reply_segs : 4u;
 	return n;

@@ -29,6 +29,7 @@ static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 
 static void free_call(struct rpcrdma_eng_call *c)
 {
+	free(c->p0_buf);
 	free(c->mrs);
 	free(c->hdr);
 	rpcrdma__bufcache_put(&c->e->cache, c->reply_buf, c->reply_buf_cap);
@@ -42,6 +43,16 @@ static void release_credit(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 		c->holds_credit = false;
 		e->in_use--;
 	}
+	if (c->orphan) {
+		c->orphan = false;
+		e->orphaned--;
+	}
+}
+
+static void waitq_unlink(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
+{
+	rpcrdma__list_unlink(&e->waitq, &c->link);
+	e->nwaiting--;
 }
 
 /* The call is finished: its memory is no longer exposed; tell the caller (or, for an
@@ -51,7 +62,7 @@ static void complete(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c, int stat
 	release_mrs(e, c);
 	rpcrdma__eng_unstall(e, &c->task);
 	if (c->state == CALL_WAITING) {
-		rpcrdma__list_unlink(&e->waitq, &c->link);
+		waitq_unlink(e, c);
 		rpcrdma__list_push(&e->inflight, &c->link);
 	}
 	if (!c->done_owed)
@@ -188,6 +199,39 @@ static int add_reply_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	return 0;
 }
 
+/* A long call (RFC 5666 §3.5): the whole stream in a position-zero read chunk. Its DDP
+ * items go back inline in it unless combine_p0 asks for them as read chunks beside it:
+ * Linux servers take a position-zero chunk or positioned chunks, not both. */
+static int add_p0_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			const struct rpcrdma_call_args *a, struct rpcrdma_msg *m, uint32_t nitems)
+{
+	const void *p0 = a->xdr;
+	uint64_t len = a->xdr_len;
+	int rc;
+
+	if (nitems && !e->cfg.combine_p0) {
+		len = rpcrdma__flatten(NULL, a->xdr, a->xdr_len, a->items, a->nitems,
+				       all_items(a->nitems), 0, 0, 0);
+		if (len > UINT32_MAX)
+			return -RPCRDMA_ERR_RANGE;
+		c->p0_buf = malloc(len);
+		if (!c->p0_buf)
+			return -RPCRDMA_ERR_NOMEM;
+		rpcrdma__flatten(c->p0_buf, a->xdr, a->xdr_len, a->items, a->nitems,
+				 all_items(a->nitems), 0, 0, 0);
+		p0 = c->p0_buf;
+	}
+	rc = add_mr(e, c, p0, len, RPCRDMA_ACC_REMOTE_READ, &m->reads[0].seg);
+	if (rc)
+		return rc;
+	m->reads[0].position = 0;
+	m->nreads = 1;
+	e->st.long_calls++;
+	e->st.read_chunks++;
+	e->st.read_chunk_bytes += len;
+	return 0;
+}
+
 /* Choose the form: RDMA_MSGP when configured and it fits, else RDMA_MSG with the items
  * as read chunks, else RDMA_NOMSG with the call in a position-zero read chunk (RFC 5666
  * §3.5 long call). A reply chunk whenever the reply may not fit our receive buffer. */
@@ -215,16 +259,11 @@ static int marshal(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 		m->thresh = e->cfg.msgp_thresh;
 	}
 	if (c->proc == RPCRDMA_NOMSG) {
-		rc = add_mr(e, c, a->xdr, a->xdr_len, RPCRDMA_ACC_REMOTE_READ, &m->reads[0].seg);
+		rc = add_p0_chunk(e, c, a, m, nitems);
 		if (rc)
 			return rc;
-		m->reads[0].position = 0;
-		m->nreads = 1;
-		e->st.long_calls++;
-		e->st.read_chunks++;
-		e->st.read_chunk_bytes += a->xdr_len;
 	}
-	if (c->proc != RPCRDMA_MSGP) {
+	if (c->proc == RPCRDMA_MSG || (c->proc == RPCRDMA_NOMSG && !c->p0_buf)) {
 		rc = add_read_chunks(e, c, a, m);
 		if (rc)
 			return rc;
@@ -291,6 +330,7 @@ int rpcrdma_eng_call(struct rpcrdma_eng *e, const struct rpcrdma_call_args *a, v
 	c->state = CALL_WAITING;
 	c->deadline = now + e->cfg.credit_timeout_ms;
 	rpcrdma__list_push(&e->waitq, &c->link);
+	e->nwaiting++;
 	e->st.calls++;
 	*out = c;
 	rpcrdma__eng_client_pump(e, now);
@@ -355,9 +395,10 @@ void rpcrdma__eng_client_pump(struct rpcrdma_eng *e, uint64_t now)
 			rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
 			return;
 		}
-		rpcrdma__list_unlink(&e->waitq, &c->link);
+		waitq_unlink(e, c);
 		rpcrdma__list_push(&e->inflight, &c->link);
 		c->state = CALL_SENT;
+		c->seq = ++e->send_seq;
 		c->holds_credit = true;
 		e->in_use++;
 		if (e->in_use > e->st.credits_max)
@@ -581,6 +622,22 @@ static int process_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	}
 }
 
+/* A reply to a call proves that the responder took every batched call sent before it on
+ * this connection (responders answer one connection's calls in order): those complete,
+ * giving back their credits and memory. */
+static void settle_batched(struct rpcrdma_eng *e, const struct rpcrdma_eng_call *answered)
+{
+	struct eng_link *k, *next;
+
+	for (k = e->inflight.head; k; k = next) {
+		struct rpcrdma_eng_call *c = call_of(k);
+
+		next = k->next;
+		if (c->a->no_reply && c->state == CALL_SENT && c->seq < answered->seq)
+			complete(e, c, 0);
+	}
+}
+
 /* Returns whether the message answered a call (and so used that call's receive). */
 bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
 			      uint64_t now)
@@ -617,6 +674,7 @@ bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_
 	}
 	take_credits(e, c->msg.credits);
 	e->st.replies++;
+	settle_batched(e, c);
 	if (c->user_freed) {
 		complete(e, c, -RPCRDMA_ERR_TIMEDOUT);
 		return true;
@@ -801,7 +859,7 @@ void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c)
 	e = c->e;
 	switch (c->state) {
 	case CALL_WAITING:
-		rpcrdma__list_unlink(&e->waitq, &c->link);
+		waitq_unlink(e, c);
 		release_mrs(e, c);
 		free_call(c);
 		return;
@@ -809,6 +867,10 @@ void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c)
 	case CALL_READING:
 		release_mrs(e, c);
 		c->user_freed = true;
+		if (c->holds_credit && !c->orphan) {
+			c->orphan = true;
+			e->orphaned++;
+		}
 		return;
 	default:
 		if (c->reads_pending) {
@@ -818,4 +880,22 @@ void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c)
 		rpcrdma__list_unlink(&e->inflight, &c->link);
 		free_call(c);
 	}
+}
+
+int rpcrdma_eng_call_sent(const struct rpcrdma_eng_call *c)
+{
+	return c && (c->state == CALL_SENT || c->state == CALL_READING ||
+		     (c->state == CALL_COMPLETE && c->seq != 0));
+}
+
+uint32_t rpcrdma_eng_credits_free(const struct rpcrdma_eng *e)
+{
+	uint32_t used = e->in_use + e->nwaiting;
+
+	return e->granted > used ? e->granted - used : 0;
+}
+
+int rpcrdma_eng_starved(const struct rpcrdma_eng *e)
+{
+	return e->nwaiting && e->in_use >= e->granted && e->orphaned >= e->in_use;
 }

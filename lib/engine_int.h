@@ -55,6 +55,7 @@ struct eng_asm_chunk {
 };
 
 #define ENG_MAX_ASM (RPCRDMA_DEF_LIST_CHUNKS + 1u)
+#define RPCRDMA__READ_ENTRY_LEN 24u   /* discriminator, position, segment (RFC 5666 §4.2) */
 
 struct eng_asm {
 	uint32_t nchunks;
@@ -81,6 +82,9 @@ struct rpcrdma_eng_call {
 	int status;
 	bool user_freed;               /* timed out and freed: a late reply only frees it */
 	bool holds_credit;
+	bool orphan;                   /* its credit is counted in e->orphaned */
+	uint64_t seq;                  /* order sent on this connection */
+	uint8_t *p0_buf;               /* a long call with its items put back inline */
 	bool done_owed;                /* send RDMA_DONE once the reads are done */
 	uint32_t reads_pending;
 	uint64_t deadline;
@@ -169,6 +173,7 @@ struct rpcrdma_eng {
 	int dead_reason;
 	uint32_t inline_send;          /* in effect: ours capped by the peer's receive size */
 	uint32_t inline_recv;
+	uint8_t peer_ext;              /* RPCRDMA_PDATA_X_* from the peer's private data */
 	/* buffers */
 	uint8_t *rmem, *smem;
 	struct rpcrdma_mr *rmr, *smr;
@@ -180,6 +185,9 @@ struct rpcrdma_eng {
 	/* client */
 	uint32_t granted;
 	uint32_t in_use;               /* calls and DONEs counted against the grant */
+	uint32_t orphaned;             /* ... of which abandoned calls hold this many */
+	uint32_t nwaiting;             /* calls in waitq */
+	uint64_t send_seq;             /* calls sent on this connection */
 	struct eng_list waitq;         /* calls waiting for a credit, in order */
 	struct eng_list inflight;      /* calls sent, being read, or completed not freed */
 	/* server */
@@ -195,6 +203,7 @@ struct rpcrdma_eng {
 };
 
 /* engine.c */
+bool rpcrdma__eng_reply_reads(const struct rpcrdma_eng *e);
 void rpcrdma__list_push(struct eng_list *l, struct eng_link *n);
 void rpcrdma__list_unlink(struct eng_list *l, struct eng_link *n);
 int rpcrdma__eng_settle(struct rpcrdma_eng *e, int rc);

@@ -183,8 +183,8 @@ static void start_transmit(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 	rpcrdma__eng_try(e, &r->task, transmit(e, r));
 }
 
-/* RDMA_ERROR answering r's call (RFC 5666 §4.3), with its XID. */
-static void reply_error(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint32_t code)
+/* Make r's answer an RDMA_ERROR (RFC 5666 §4.3), with its call's XID. */
+static void prepare_error(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint32_t code)
 {
 	struct rpcrdma_msg *m = &r->out;
 
@@ -198,6 +198,11 @@ static void reply_error(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint32
 	r->form = RPCRDMA_ERROR;
 	rpcrdma__eng_count(e, code == RPCRDMA_WIRE_ERR_VERS ? RPCRDMA_EC_ERR_VERS_SENT :
 			   RPCRDMA_EC_ERR_CHUNK_SENT);
+}
+
+static void reply_error(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint32_t code)
+{
+	prepare_error(e, r, code);
 	start_transmit(e, r);
 }
 
@@ -423,6 +428,18 @@ static void on_done(struct rpcrdma_eng *e, uint32_t xid)
 	finish(e, r, 0);
 }
 
+/* A malformed RDMA_ERROR or RDMA_DONE gets no RDMA_ERROR back: two peers would otherwise
+ * answer each other's errors forever, and a DONE answers no call. */
+static bool answers_nothing(const uint8_t *buf, uint32_t len)
+{
+	uint32_t proc;
+
+	if (len < RPCRDMA_FIXED_HDR_LEN)
+		return false;
+	proc = rpcrdma__get32(buf + 12);
+	return proc == RPCRDMA_ERROR || proc == RPCRDMA_DONE;
+}
+
 void rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
 			      uint64_t now)
 {
@@ -439,9 +456,11 @@ void rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_
 	}
 	rpcrdma_msg_bind(&m, &st);
 	if (rpcrdma_decode(buf, len, RPCRDMA_DIR_CALL, &e->cfg.limits, &m, &ds)) {
-		/* RFC 5666 §4.3: ERR_VERS or ERR_CHUNK, with the message's XID */
+		/* RFC 5666 §4.3: ERR_VERS or ERR_CHUNK, with the message's XID; but an error
+		 * is never answered with an error, nor a DONE (no call waits for it) */
 		rpcrdma__eng_count(e, RPCRDMA_EC_DECODE);
-		send_error(e, rpcrdma__get32(buf), ds.answer);
+		if (!answers_nothing(buf, len))
+			send_error(e, rpcrdma__get32(buf), ds.answer);
 		return;
 	}
 	switch (m.proc) {
@@ -752,7 +771,7 @@ static int offer_long_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 static int plan_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 		      const struct rpcrdma_reply_args *a)
 {
-	bool rrc = e->cfg.reply_read_chunks && e->done_pending < e->cfg.max_done_pending;
+	bool rrc = rpcrdma__eng_reply_reads(e);
 	uint32_t placed, left, hdr;
 	const uint8_t *flat;
 	uint64_t len;
@@ -772,19 +791,67 @@ static int plan_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	if (hdr + len <= e->inline_send)
 		return 0;
 	chunk_fits = r->has_reply && len <= rpcrdma_write_chunk_len(&r->reply);
-	if (!chunk_fits && rrc && left &&
-	    hdr + 20u * popcount(left) + a->xdr_len <= e->inline_send) {
+	if (len > e->cfg.max_message || (!chunk_fits && !rrc))
+		return -RPCRDMA_ERR_NOSPC;
+	/* read chunks need a receive for the RDMA_DONE: wait for one to free up */
+	if (!chunk_fits && e->done_pending >= e->cfg.max_done_pending)
+		return -RPCRDMA_ERR_AGAIN;
+	if (!chunk_fits && left &&
+	    hdr + RPCRDMA__READ_ENTRY_LEN * popcount(left) + a->xdr_len <= e->inline_send) {
 		r->inline_mask = 0;
 		return offer_read_chunks(e, r, a, left);
 	}
-	if (len > e->cfg.max_message || (!chunk_fits && !rrc))
-		return -RPCRDMA_ERR_NOSPC;
 	flat = flat_reply(r, a, left, len);
 	if (!flat)
 		return -RPCRDMA_ERR_NOMEM;
 	if (chunk_fits)
 		return use_reply_chunk(e, r, flat, len);
 	return offer_long_reply(e, r, flat, len);
+}
+
+/* RFC 8166 §4.5: a reply that fits nowhere the requester offered is answered ERR_CHUNK. */
+static void refuse_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, int rc)
+{
+	if (r->awaits_done) {
+		r->awaits_done = false;
+		e->done_pending--;
+	}
+	r->out.nreads = 0;
+	rpcrdma__eng_count(e, rc == -RPCRDMA_ERR_NOSPC ? RPCRDMA_EC_REPLY_TOO_BIG :
+			   RPCRDMA_EC_NO_RESOURCES);
+	prepare_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
+}
+
+/* Plan r's reply: 0 (ready to transmit, possibly as ERR_CHUNK, rc_out says which), or
+ * -RPCRDMA_ERR_AGAIN with nothing held when it must wait for an RDMA_DONE slot. */
+static int plan_or_refuse(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint64_t now,
+			  int *rc_out)
+{
+	int rc;
+
+	r->done_deadline = now + e->cfg.done_timeout_ms;
+	rc = plan_reply(e, r, r->args);
+	*rc_out = rc;
+	if (rc == -RPCRDMA_ERR_AGAIN) {
+		release_mrs(e, r);
+		r->nwr = 0;
+		return rc;
+	}
+	if (rc)
+		refuse_reply(e, r, rc);
+	return 0;
+}
+
+/* A reply that waited for an RDMA_DONE slot is planned again. */
+static int resume_plan(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
+{
+	struct rpcrdma_eng_req *r = ENG_OF(t, struct rpcrdma_eng_req, task);
+	int rc;
+
+	if (plan_or_refuse(e, r, now, &rc) == -RPCRDMA_ERR_AGAIN)
+		return -RPCRDMA_ERR_AGAIN;
+	r->task.resume = resume_transmit;
+	return rpcrdma__eng_settle(e, transmit(e, r));
 }
 
 int rpcrdma_eng_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
@@ -802,22 +869,15 @@ int rpcrdma_eng_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	    rpcrdma__check_items(a->items, a->nitems, a->xdr_len))
 		return -RPCRDMA_ERR_INVAL;
 	r->args = a;
-	r->done_deadline = now + e->cfg.done_timeout_ms;
-	rc = plan_reply(e, r, a);
-	if (rc) {
-		/* RFC 8166 §4.5: a reply that fits nowhere the requester offered */
-		if (r->awaits_done) {
-			r->awaits_done = false;
-			e->done_pending--;
-		}
-		r->out.nreads = 0;
-		rpcrdma__eng_count(e, rc == -RPCRDMA_ERR_NOSPC ? RPCRDMA_EC_REPLY_TOO_BIG :
-				   RPCRDMA_EC_NO_RESOURCES);
-		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
-		return -RPCRDMA_ERR_NOSPC;
+	r->state = REQ_SENDING;
+	if (plan_or_refuse(e, r, now, &rc) == -RPCRDMA_ERR_AGAIN) {
+		/* waits, holding nothing, until an RDMA_DONE frees a slot */
+		r->task.resume = resume_plan;
+		rpcrdma__eng_stall(e, &r->task);
+		return 0;
 	}
 	start_transmit(e, r);
-	return 0;
+	return rc ? -RPCRDMA_ERR_NOSPC : 0;
 }
 
 void rpcrdma_eng_req_drop(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
@@ -883,6 +943,11 @@ void rpcrdma__eng_server_destroy(struct rpcrdma_eng *e)
 }
 
 /* ---- accessors ---- */
+
+uint32_t rpcrdma_eng_max_reads(const struct rpcrdma_eng *e)
+{
+	return e->cfg.sq_depth;
+}
 
 void rpcrdma_eng_req_set_user(struct rpcrdma_eng_req *r, void *user)
 {

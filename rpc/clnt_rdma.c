@@ -627,7 +627,7 @@ static int make_engine(struct rdma_clnt *ct)
 static int connect_engine(struct rdma_clnt *ct, const char *host)
 {
 	struct rpcrdma_eng_lower lo;
-	uint8_t pd[RPCRDMA_PDATA_LEN];
+	uint8_t pd[RPCRDMA_PDATA_MAX];
 	const void *peer;
 	size_t plen;
 	int n, rc;

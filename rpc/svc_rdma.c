@@ -474,7 +474,7 @@ static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *r
 	struct rpcrdma_eng_upper up = { .ctx = c, .request = on_request,
 					.reply_done = on_reply_done, .fatal = on_fatal };
 	struct rpcrdma_eng_config cfg;
-	uint8_t pd[RPCRDMA_PDATA_LEN];
+	uint8_t pd[RPCRDMA_PDATA_MAX];
 	struct rpcrdma_eng_lower lo;
 	const void *peer;
 	size_t plen;

@@ -1,8 +1,10 @@
 /* Two-process test of the engine over a real provider:
  *   engine_peer server PROV PORT [INLINE [rfc5666]]
  *   engine_peer client PROV HOST PORT [INLINE [rfc5666]]
- * "rfc5666" turns on the optional RFC 5666 send modes on both sides: RDMA_MSGP, and read
- * chunks in replies (acknowledged with RDMA_DONE).
+ * "rfc5666" turns on the optional RFC 5666 send modes on both sides: RDMA_MSGP, read
+ * chunks in replies (acknowledged with RDMA_DONE), and long calls whose DDP items stay
+ * read chunks beside the position-zero chunk. Without it, the server never sends read
+ * chunks in replies: a reply that fits nowhere is answered ERR_CHUNK (tested).
  * The client runs echo calls of 0 B, the inline threshold ±1, 1 KiB ±1, 64 KiB, 1 MiB
  * and 16 MiB, each as read chunk or inline argument and as write chunk or inline/long
  * result, 32 in flight. The server checks every argument byte, the client every result
@@ -126,10 +128,12 @@ static void config(struct rpcrdma_eng_config *cfg, uint32_t role, struct rpcrdma
 	cfg->inline_send = cfg->inline_recv = inl;
 	cfg->sq_depth = caps->tx_depth < 512 ? caps->tx_depth : 512;
 	cfg->write_send_ordered = caps->write_send_ordered;
+	/* plain: what every RFC 8166 peer accepts, so a reply that fits nowhere is ERR_CHUNK */
+	cfg->reply_read_chunks = rfc5666 ? RPCRDMA_RRC_ALWAYS : RPCRDMA_RRC_NEVER;
 	if (rfc5666) {
 		cfg->msgp_align = 64;
 		cfg->msgp_thresh = 128;
-		cfg->reply_read_chunks = 1;
+		cfg->combine_p0 = 1;
 	}
 }
 
@@ -179,7 +183,7 @@ static int serve(const char *prov, uint16_t port, uint32_t inl)
 	struct rpcrdma_listener *l;
 	struct rpcrdma_connreq *req;
 	struct peer x;
-	uint8_t pd[RPCRDMA_PDATA_LEN];
+	uint8_t pd[RPCRDMA_PDATA_MAX];
 	const void *peer_pd;
 	size_t plen;
 	int n, rc;
@@ -272,7 +276,7 @@ static int run_client(const char *prov, const char *host, uint16_t port, uint32_
 	struct rpcrdma_eng_lower lo;
 	struct plan pl[128];
 	struct peer x;
-	uint8_t pd[RPCRDMA_PDATA_LEN];
+	uint8_t pd[RPCRDMA_PDATA_MAX];
 	const void *peer_pd;
 	size_t plen;
 	int n, rc, i, next = 0;

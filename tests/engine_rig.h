@@ -122,6 +122,9 @@ struct echo_slot {
 	struct rpcrdma_call_args a;
 	struct rpcrdma_eng_call *c;
 	int done, status, verified;
+	int keep_reply;             /* copy the reply stream into reply (freed by the test) */
+	uint8_t *reply;
+	uint32_t reply_len;
 };
 
 /* A call of len pattern bytes; ddp_arg: the argument as a read chunk; ddp_res: a result

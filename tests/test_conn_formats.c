@@ -6,7 +6,7 @@ static void test_pdata_vector(void)
 {
 	/* format id, version 1, remote invalidation, send 4 KiB (3), receive 1 KiB (0) */
 	static const uint8_t want[8] = { 0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 0 };
-	struct rpcrdma_pdata pd = { 1, RPCRDMA_PDATA_F_REMOTE_INV, 4096, 1024 }, back;
+	struct rpcrdma_pdata pd = { 1, RPCRDMA_PDATA_F_REMOTE_INV, 4096, 1024, 0 }, back;
 	uint8_t out[8];
 
 	CHECK_EQ_U(rpcrdma_pdata_encode(&pd, out, sizeof(out)), 8);
@@ -20,7 +20,7 @@ static void test_pdata_vector(void)
 
 static void test_pdata_limits(void)
 {
-	struct rpcrdma_pdata pd = { 1, 0, 256 * 1024, 1024 }, back;
+	struct rpcrdma_pdata pd = { 1, 0, 256 * 1024, 1024, 0 }, back;
 	uint8_t out[16];
 
 	CHECK_EQ_U(rpcrdma_pdata_encode(&pd, out, sizeof(out)), 8);
@@ -54,6 +54,42 @@ static void test_pdata_ignored(void)
 	CHECK_EQ_U(rpcrdma_pdata_decode(other_ver, 7, &back), -RPCRDMA_ERR_PROTO);
 	CHECK_EQ_U(rpcrdma_pdata_decode(NULL, 0, &back), -RPCRDMA_ERR_PROTO);
 	CHECK_EQ_U(back.recv_size, RPCRDMA_DEF_INLINE);
+}
+
+/* The extension block rides after RFC 8797's; an RFC 8797-only peer sees its 8 bytes
+ * unchanged, and a block padded with zeros (IB CM pads private data to 56 bytes) or with
+ * an unknown format or version carries no extension. */
+static void test_pdata_extension(void)
+{
+	static const uint8_t want[16] = { 0xf6, 0xab, 0x0e, 0x18, 1, 0, 3, 3,
+					  0x52, 0x52, 0x44, 0x58, 1, RPCRDMA_PDATA_X_REPLY_READS, 0, 0 };
+	struct rpcrdma_pdata pd = { 1, 0, 4096, 4096, RPCRDMA_PDATA_X_REPLY_READS }, back;
+	uint8_t out[56];
+
+	CHECK_EQ_U(rpcrdma_pdata_encode(&pd, out, 15), -RPCRDMA_ERR_NOSPC);
+	memset(out, 0, sizeof(out));
+	CHECK_EQ_U(rpcrdma_pdata_encode(&pd, out, sizeof(out)), 16);
+	CHECK(memcmp(out, want, 16) == 0);
+	CHECK_EQ_U(rpcrdma_pdata_decode(out, 56, &back), 0);
+	CHECK_EQ_U(back.ext_flags, RPCRDMA_PDATA_X_REPLY_READS);
+	CHECK_EQ_U(back.recv_size, 4096);
+	/* the RFC 8797 part alone, as a peer that reads only 8 bytes takes it */
+	CHECK_EQ_U(rpcrdma_pdata_decode(out, 8, &back), 0);
+	CHECK_EQ_U(back.ext_flags, 0);
+	CHECK_EQ_U(rpcrdma_pdata_decode(out, 15, &back), 0);
+	CHECK_EQ_U(back.ext_flags, 0);
+	out[12] = 2;   /* unknown extension version */
+	CHECK_EQ_U(rpcrdma_pdata_decode(out, 16, &back), 0);
+	CHECK_EQ_U(back.ext_flags, 0);
+	out[12] = 1;
+	out[11] ^= 1;  /* another format */
+	CHECK_EQ_U(rpcrdma_pdata_decode(out, 16, &back), 0);
+	CHECK_EQ_U(back.ext_flags, 0);
+	pd.ext_flags = 0;
+	memset(out, 0, sizeof(out));
+	CHECK_EQ_U(rpcrdma_pdata_encode(&pd, out, sizeof(out)), 8);
+	CHECK_EQ_U(rpcrdma_pdata_decode(out, 56, &back), 0);   /* zero padding */
+	CHECK_EQ_U(back.ext_flags, 0);
 }
 
 static void test_ccp(void)
@@ -90,6 +126,7 @@ int main(void)
 	RUN(test_pdata_vector);
 	RUN(test_pdata_limits);
 	RUN(test_pdata_ignored);
+	RUN(test_pdata_extension);
 	RUN(test_ccp);
 	RUN(test_strerror);
 	HARNESS_END();

@@ -83,6 +83,13 @@ static void on_call_done(void *ctx, struct rpcrdma_eng_call *c)
 	s->status = rpcrdma_eng_call_status(c);
 	if (!s->status)
 		s->verified = echo_verify(s, c);
+	if (!s->status && s->keep_reply) {
+		const void *rep = rpcrdma_eng_call_reply(c, &s->reply_len);
+
+		s->reply = malloc(s->reply_len + 1);
+		if (s->reply && s->reply_len)
+			memcpy(s->reply, rep, s->reply_len);
+	}
 	g->completed++;
 	rpcrdma_eng_call_free(c);
 	s->c = NULL;
@@ -129,7 +136,8 @@ static void rig_up_on(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_fau
 	CHECK_EQ_U(rpcrdma_eng_create(&sc, &su, &g->sv.eng), 0);
 	cn = rpcrdma_eng_pdata(g->cl.eng, cpd, sizeof(cpd));
 	sn = rpcrdma_eng_pdata(g->sv.eng, spd, sizeof(spd));
-	CHECK_EQ_U(cn, RPCRDMA_PDATA_LEN);
+	/* the client says it takes read chunks in replies; the server has nothing to add */
+	CHECK_EQ_U(cn, RPCRDMA_PDATA_EXT_LEN);
 	CHECK_EQ_U(sn, RPCRDMA_PDATA_LEN);
 	CHECK_EQ_U(rpcrdma_mock_pair(g->p, cpd, (size_t)cn, spd, (size_t)sn, &g->cl.ep,
 				     &g->sv.ep), 0);
@@ -334,9 +342,16 @@ static void test_long_call(void)
 	rig_down(&g);
 }
 
-/* Position zero and a DDP item in one call: the long inline part and the item are both
- * read, and put together at their positions. */
-static void test_long_call_with_item(void)
+static void combine_p0_cfg(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	(void)s;
+	c->combine_p0 = 1;
+}
+
+/* Position zero and a DDP item in one call: the server gets the same assembled call
+ * either way. By default the item goes back inline in the position-zero chunk (one read
+ * chunk: what Linux servers take); with combine_p0 it stays a chunk of its own. */
+static void long_call_with_item(cfg_fn tweak, uint32_t want_reads, uint32_t want_chunks)
 {
 	struct rig g;
 	struct echo_slot *s;
@@ -347,7 +362,7 @@ static void test_long_call_with_item(void)
 	uint32_t l1 = 5001, l2 = 70001, off;
 
 	/* call: header, opaque<l1> inline (long), opaque<l2> as an item */
-	rig_up(&g, NULL);
+	rig_up(&g, tweak);
 	s = &g.slots[g.nslots++];
 	s->xid = 0x77;
 	s->len = l2;
@@ -399,8 +414,20 @@ static void test_long_call_with_item(void)
 	CHECK(s->done && s->status == 0);
 	stats(&g, &cs, &ss);
 	CHECK_EQ_U(cs.sent[RPCRDMA_NOMSG], 1);
-	CHECK_EQ_U(ss.rdma_reads, 2);
+	CHECK_EQ_U(ss.rdma_reads, want_reads);
+	CHECK_EQ_U(cs.read_chunks, want_chunks);
+	CHECK_EQ_U(ss.read_chunks, want_chunks);
 	rig_down(&g);
+}
+
+static void test_long_call_with_item(void)
+{
+	long_call_with_item(NULL, 1, 1);
+}
+
+static void test_long_call_with_item_combined(void)
+{
+	long_call_with_item(combine_p0_cfg, 2, 2);
 }
 
 /* A reply too long for inline, without a result buffer: written into the reply chunk and
@@ -425,6 +452,12 @@ static void test_long_reply(void)
 	rig_down(&g);
 }
 
+static void no_rrc_cfg(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	(void)c;
+	s->reply_read_chunks = RPCRDMA_RRC_NEVER;
+}
+
 /* A reply that fits nowhere the client offered: RDMA_ERROR/ERR_CHUNK (RFC 8166 §4.5). */
 static void test_reply_fits_nowhere(void)
 {
@@ -432,7 +465,7 @@ static void test_reply_fits_nowhere(void)
 	struct rpcrdma_eng_stats cs, ss;
 	struct echo_slot *s;
 
-	rig_up(&g, NULL);
+	rig_up(&g, no_rrc_cfg);
 	s = start(&g, 30000, 1, 0, 256, 0);     /* no reply chunk: max_reply is small */
 	pump(&g);
 	CHECK(s->done);
@@ -564,6 +597,236 @@ static void test_read_chunks_in_reply_with_done(void)
 	CHECK_EQ_U(cs.sent[RPCRDMA_DONE], 2);
 	CHECK_EQ_U(g.replies_done, 2);
 	rig_down(&g);
+}
+
+/* By default a reply too long for what the client offered goes as read chunks when the
+ * client's private data says it takes them (ours does): the client pulls the whole reply
+ * and answers RDMA_DONE. */
+static void test_long_reply_auto_read_chunks(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct echo_slot *s;
+
+	rig_up(&g, NULL);
+	g.inline_results = 1;
+	s = start(&g, 300000, 1, 0, 256, 0);   /* a 300 kB reply, no reply chunk offered */
+	pump(&g);
+	CHECK(s->done && s->status == 0 && s->verified);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(ss.sent[RPCRDMA_NOMSG], 1);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 0);
+	CHECK_EQ_U(cs.long_replies, 1);
+	CHECK_EQ_U(cs.sent[RPCRDMA_DONE], 1);
+	CHECK_EQ_U(ss.rcvd[RPCRDMA_DONE], 1);
+	CHECK_EQ_U(g.replies_done, 1);
+	CHECK_EQ_U(g.reply_status[0], 0);
+	CHECK_EQ_U(ss.mrs_live, 2);            /* only the send and receive areas */
+	rig_down(&g);
+}
+
+/* A client whose private data is RFC 8797's alone (an RFC 8166 peer) never gets read
+ * chunks in a reply: ERR_CHUNK as before. */
+static void test_no_reply_reads_for_rfc8166_peer(void)
+{
+	static const uint8_t rfc8797_only[8] = { 0xf6, 0xab, 0x0e, 0x18, 1, 0, 3, 3 };
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct echo_slot *s;
+
+	rig_up(&g, NULL);
+	/* the server learns the peer's data before it starts; here it is told again, as
+	 * an RFC 8166 peer would have sent it */
+	rpcrdma_eng_set_peer_pdata(g.sv.eng, rfc8797_only, sizeof(rfc8797_only));
+	g.inline_results = 1;
+	s = start(&g, 30000, 1, 0, 256, 0);
+	pump(&g);
+	CHECK(s->done);
+	CHECK_EQ_U((uint32_t)s->status, (uint32_t)-RPCRDMA_ERR_PROTO);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_REPLY_TOO_BIG], 1);
+	CHECK_EQ_U(ss.sent[RPCRDMA_ERROR], 1);
+	CHECK_EQ_U(cs.sent[RPCRDMA_DONE], 0);
+	rig_down(&g);
+}
+
+static void one_done_slot(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	(void)c;
+	s->max_done_pending = 1;
+}
+
+/* With one RDMA_DONE slot, a second long reply waits for the first DONE instead of
+ * failing; both arrive whole. */
+static void test_done_slot_wait(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct echo_slot *s1, *s2;
+
+	rig_up(&g, one_done_slot);
+	s1 = start(&g, 16, 0, 0, 128, 0);      /* a first exchange raises the grant above 1 */
+	pump(&g);
+	CHECK(s1->done && s1->status == 0);
+	g.inline_results = 1;
+	g.hold = 1;
+	s1 = start(&g, 20000, 1, 0, 256, 0);
+	s2 = start(&g, 24000, 1, 0, 256, 0);
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 2);
+	/* answer both at once: the second has no slot yet */
+	g.hold = 0;
+	answer(&g, g.held[0]);
+	answer(&g, g.held[1]);
+	g.nheld = 0;
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(ss.sent[RPCRDMA_NOMSG], 1);   /* the second waits for the first DONE */
+	pump(&g);
+	CHECK(s1->done && s1->status == 0 && s1->verified);
+	CHECK(s2->done && s2->status == 0 && s2->verified);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.sent[RPCRDMA_DONE], 2);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 0);
+	CHECK_EQ_U(g.replies_done, 3);
+	rig_down(&g);
+}
+
+/* A read-list entry is 24 bytes (RFC 5666 §4.2). A call with one read chunk whose header
+ * and inline part fill the peer's 4096-byte threshold exactly goes as RDMA_MSG; four
+ * bytes more, as RDMA_NOMSG. Either way the server assembles the same call. */
+static void read_entry_call(uint32_t pad_len, uint32_t want_proc)
+{
+	struct rig g;
+	struct echo_slot *s;
+	struct rpcrdma_eng_stats cs, ss;
+	uint32_t off, item_len = 100;
+	uint8_t *xdr;
+
+	rig_up(&g, NULL);
+	s = &g.slots[g.nslots++];
+	s->xid = 0x55;
+	s->len = item_len;
+	s->data = malloc(item_len);
+	fill_pattern(s->data, s->xid, item_len);
+	xdr = s->xdr = malloc(64 + pad_len);
+	echo_call(xdr, s->xid, s->data, 0, 0, &s->item);
+	put32(xdr + 40, pad_len);
+	fill_pattern(xdr + 44, s->xid ^ 0xff, pad_len);
+	off = 44 + ((pad_len + 3) & ~3u);
+	put32(xdr + off, item_len);
+	s->item.offset = off + 4;
+	s->item.len = item_len;
+	s->item.data = s->data;
+	s->a.xdr = xdr;
+	s->a.xdr_len = off + 4;
+	s->a.items = &s->item;
+	s->a.nitems = 1;
+	s->a.max_reply = 128;
+	g.hold = 1;
+	CHECK_EQ_U(rpcrdma_eng_call(g.cl.eng, &s->a, s, g.now, &s->c), 0);
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 1);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.sent[want_proc], 1);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_ERR_CHUNK_SENT] + cs.errors[RPCRDMA_EC_DISCONNECT], 0);
+	if (g.nheld == 1) {
+		uint32_t clen, n;
+		const uint8_t *call = rpcrdma_eng_req_call(g.held[0], &clen), *d;
+
+		CHECK_EQ_U(clen, off + 4 + ((item_len + 3) & ~3u));
+		d = echo_opaque(call, clen, 40, 0, 0, 0, &n);
+		CHECK(d && n == pad_len && check_pattern(d, s->xid ^ 0xff, pad_len) == pad_len);
+		d = echo_opaque(call, clen, off, 0, 0, 0, &n);
+		CHECK(d && n == item_len && check_pattern(d, s->xid, item_len) == item_len);
+		g.hold = 0;
+		answer(&g, g.held[0]);
+		g.nheld = 0;
+	}
+	pump(&g);
+	CHECK(s->done);
+	rig_down(&g);
+}
+
+static void test_read_entry_len_call(void)
+{
+	read_entry_call(3996, RPCRDMA_MSG);     /* 52-byte header + 4044 = 4096 */
+	read_entry_call(4000, RPCRDMA_NOMSG);   /* 4100: too long by the 4 bytes */
+}
+
+/* The same boundary in a reply whose result goes as a read chunk (RFC 5666 §3.5): a header
+ * of 52 bytes and 4044 inline bytes fit the client's 4096-byte receive; 4048 do not, and
+ * the whole reply goes as a position-zero read chunk instead. The client gets the same
+ * reply either way and no connection breaks. */
+struct rrc_reply {
+	uint8_t *xdr, *data;
+	struct rpcrdma_ddp_item item;
+	struct rpcrdma_reply_args a;
+};
+
+static void read_entry_reply(uint32_t pad_len, uint32_t want_long)
+{
+	struct rig g;
+	struct echo_slot *s;
+	struct rpcrdma_eng_stats cs, ss;
+	struct rrc_reply x;
+	uint32_t off, item_len = 5000, rlen, n;
+	const uint8_t *rep, *d;
+
+	rig_up(&g, NULL);
+	g.hold = 1;
+	s = start(&g, 16, 0, 0, 256, 0);      /* no write chunk, no reply chunk */
+	s->keep_reply = 1;
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 1);
+	if (g.nheld != 1) {
+		rig_down(&g);
+		return;
+	}
+	memset(&x, 0, sizeof(x));
+	x.data = malloc(item_len);
+	x.xdr = malloc(64 + pad_len);
+	fill_pattern(x.data, s->xid, item_len);
+	put32(x.xdr, s->xid);
+	put32(x.xdr + 4, 1);
+	memset(x.xdr + 8, 0, 16);
+	put32(x.xdr + 24, pad_len);
+	fill_pattern(x.xdr + 28, s->xid ^ 0xff, pad_len);
+	off = 28 + ((pad_len + 3) & ~3u);
+	put32(x.xdr + off, item_len);
+	x.item.offset = off + 4;
+	x.item.len = item_len;
+	x.item.data = x.data;
+	x.a.xdr = x.xdr;
+	x.a.xdr_len = off + 4;
+	x.a.items = &x.item;
+	x.a.nitems = 1;
+	CHECK_EQ_U(rpcrdma_eng_reply(g.sv.eng, g.held[0], &x.a, g.now), 0);
+	g.nheld = 0;
+	g.hold = 0;
+	pump(&g);
+	CHECK(s->done && s->status == 0);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.long_replies, want_long);
+	CHECK_EQ_U(cs.sent[RPCRDMA_DONE], 1);
+	CHECK_EQ_U(cs.errors[RPCRDMA_EC_DISCONNECT] + ss.errors[RPCRDMA_EC_DISCONNECT], 0);
+	CHECK_EQ_U(g.cl.fatal + g.sv.fatal, 0);
+	rep = s->reply;
+	rlen = s->reply_len;
+	CHECK_EQ_U(rlen, off + 4 + ((item_len + 3) & ~3u));
+	d = rep ? echo_opaque(rep, rlen, 24, 0, 0, 0, &n) : NULL;
+	CHECK(d && n == pad_len && check_pattern(d, s->xid ^ 0xff, pad_len) == pad_len);
+	d = rep ? echo_opaque(rep, rlen, off, 0, 0, 0, &n) : NULL;
+	CHECK(d && n == item_len && check_pattern(d, s->xid, item_len) == item_len);
+	free(s->reply);
+	free(x.xdr);
+	free(x.data);
+	rig_down(&g);
+}
+
+static void test_read_entry_len_reply(void)
+{
+	read_entry_reply(4012, 0);   /* 52 + 4044 = 4096: read chunk, header inline */
+	read_entry_reply(4016, 1);   /* 4100: the whole reply as a position-zero chunk */
 }
 
 /* ---- raw peers: hand-written messages against one engine ---- */
@@ -754,6 +1017,52 @@ static void test_server_err_vers(void)
 
 /* Server: a bad chunk list → ERR_CHUNK; a truncated header → ERR_CHUNK; then a good call
  * still works on the same connection. */
+/* A malformed RDMA_ERROR or RDMA_DONE is never answered with an RDMA_ERROR (two peers
+ * would answer each other forever; a DONE answers no call); a malformed call still is. */
+static void test_server_silent_on_bad_error_or_done(void)
+{
+	struct raw_rig x;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t n;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	raw_post_recvs(&x.raw, 1);
+	n = raw_msg(m, 0x61, 1, 1, RPCRDMA_ERROR, 0);
+	raw_send(&x.raw, m, 16);          /* an RDMA_ERROR without its code */
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 0);
+	put32(m + 16, 9);                 /* no such error code: read, not answered */
+	raw_send(&x.raw, m, 20);
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 0);
+	n = raw_msg(m, 0x62, 1, 1, RPCRDMA_ERROR, 0);
+	put32(m + 16, RPCRDMA_WIRE_ERR_VERS);
+	raw_send(&x.raw, m, 20);          /* ERR_VERS without its range: truncated */
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 0);
+	n = raw_msg(m, 0x63, 2, 1, RPCRDMA_DONE, 0);
+	raw_send(&x.raw, m, n);           /* a DONE of version 2 */
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 0);
+	n = raw_msg(m, 0x64, 2, 1, RPCRDMA_ERROR, 0);
+	put32(m + 16, RPCRDMA_WIRE_ERR_CHUNK);
+	raw_send(&x.raw, m, 20);          /* an ERROR of version 2 */
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 0);
+	n = raw_msg(m, 0x65, 2, 1, RPCRDMA_MSG, 1);
+	raw_send(&x.raw, m, n);           /* a call of version 2: ERR_VERS */
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 28);
+	CHECK_EQ_U(get32(out), 0x65);
+	CHECK_EQ_U(get32(out + 16), RPCRDMA_WIRE_ERR_VERS);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_DECODE], 5);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNEXPECTED], 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_VERS_SENT], 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 0);
+	CHECK_EQ_U(x.st.sent[RPCRDMA_ERROR], 1);
+}
+
 static void test_server_err_chunk(void)
 {
 	struct raw_rig x;
@@ -1554,6 +1863,12 @@ int main(void)
 	RUN(test_odd_length_roundup);
 	RUN(test_long_call);
 	RUN(test_long_call_with_item);
+	RUN(test_long_call_with_item_combined);
+	RUN(test_long_reply_auto_read_chunks);
+	RUN(test_no_reply_reads_for_rfc8166_peer);
+	RUN(test_done_slot_wait);
+	RUN(test_read_entry_len_call);
+	RUN(test_read_entry_len_reply);
 	RUN(test_long_reply);
 	RUN(test_reply_fits_nowhere);
 	RUN(test_call_too_long);
@@ -1561,6 +1876,7 @@ int main(void)
 	RUN(test_read_chunks_in_reply_with_done);
 	RUN(test_server_err_vers);
 	RUN(test_server_err_chunk);
+	RUN(test_server_silent_on_bad_error_or_done);
 	RUN(test_server_credit_overrun);
 	RUN(test_server_done_withheld);
 	RUN(test_client_credits_and_errors);

@@ -213,17 +213,30 @@ RPCRDMA_API int rpcrdma_rpc_peek(const void *buf, size_t len, struct rpcrdma_rpc
 #define RPCRDMA_DEF_INLINE 1024u           /* inline threshold when nothing is known */
 #define RPCRDMA_PDATA_MAX_SIZE (256u * 1024u)
 
+/* librpcrdma's own block, sent right after the RFC 8797 block when ext_flags is not 0:
+ * format RPCRDMA_PDATA_EXT_FORMAT (u32), version 1 (u8), flags (u8), two zero octets.
+ * Peers that know only RFC 8797 read the first 8 bytes and ignore the rest (fabrics pad
+ * private data anyway), so it changes nothing for them (docs/ENGINE.md). */
+#define RPCRDMA_PDATA_EXT_FORMAT 0x52524458u   /* "RRDX" */
+#define RPCRDMA_PDATA_EXT_VERSION 1u
+#define RPCRDMA_PDATA_EXT_LEN 16u              /* both blocks */
+#define RPCRDMA_PDATA_X_REPLY_READS 0x01u      /* takes read chunks in replies and answers
+						  them with RDMA_DONE (RFC 5666 §3.5, §3.8) */
+
 struct rpcrdma_pdata {
 	uint8_t version;
 	uint8_t flags;
 	uint32_t send_size;  /* bytes, a multiple of 1024 in [1 KiB, 256 KiB] */
 	uint32_t recv_size;
+	uint8_t ext_flags;   /* RPCRDMA_PDATA_X_*: 0 when the peer sent no extension block */
 };
 
-/* Sizes must be multiples of 1024 in [1024, 262144]; else -RPCRDMA_ERR_RANGE. */
+/* Sizes must be multiples of 1024 in [1024, 262144]; else -RPCRDMA_ERR_RANGE. Returns 8,
+ * or 16 with the extension block when ext_flags is set. */
 RPCRDMA_API int rpcrdma_pdata_encode(const struct rpcrdma_pdata *pd, void *buf, size_t cap);
 /* Returns 0, or -RPCRDMA_ERR_PROTO when the block is short, of another format or of an
- * unknown version: RFC 8797 says to ignore it then and use 1024 each way (out is set so). */
+ * unknown version: RFC 8797 says to ignore it then and use 1024 each way (out is set so).
+ * An extension block of another format or version leaves ext_flags 0. */
 RPCRDMA_API int rpcrdma_pdata_decode(const void *buf, size_t len, struct rpcrdma_pdata *out);
 
 /* ---- Connection Configuration Protocol, RFC 5666 §6.2 (XDR of CONF_RDMA). ---- */

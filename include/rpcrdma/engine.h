@@ -54,15 +54,29 @@ struct rpcrdma_eng_config {
 	struct rpcrdma_limits limits; /* what a peer's header may contain */
 	uint32_t msgp_align;        /* nonzero (with msgp_thresh): send RDMA_MSGP (RFC 5666 §4.3) */
 	uint32_t msgp_thresh;
-	uint32_t reply_read_chunks; /* server: offer long replies as read chunks (RFC 5666 §3.5) */
+	uint32_t reply_read_chunks; /* server: enum rpcrdma_rrc, when a reply that fits neither
+				       inline nor in the reply chunk goes as read chunks
+				       (RFC 5666 §3.5) */
 	uint32_t done_timeout_ms;   /* server: release read chunks of a reply without RDMA_DONE */
-	uint32_t max_done_pending;  /* server: replies awaiting RDMA_DONE at once */
+	uint32_t max_done_pending;  /* server: replies awaiting RDMA_DONE at once (more wait) */
 	uint32_t credit_timeout_ms; /* client: a call waits this long for a credit, then fails */
+	uint32_t combine_p0;        /* client: a long call keeps its DDP items as read chunks
+				       beside the position-zero chunk; 0 (default): they go
+				       inline in it, the one form Linux servers take */
 	struct rpcrdma_credit_pool *pool; /* server: shared receive budget, NULL for none */
 };
 
+/* Read chunks in replies (RFC 5666 §3.5, §3.8; withdrawn by RFC 8166): a client engine
+ * always takes them and says so in its private data (RPCRDMA_PDATA_X_REPLY_READS). */
+enum rpcrdma_rrc {
+	RPCRDMA_RRC_AUTO = 0,     /* to clients whose private data says they take them */
+	RPCRDMA_RRC_ALWAYS = 1,   /* to every client (RFC 5666 peers) */
+	RPCRDMA_RRC_NEVER = 2,    /* never: such a reply is answered ERR_CHUNK */
+};
+
 /* Defaults: inline 4096 both ways, 32 credits, sq_depth 256, 64 MiB messages, default
- * limits, no MSGP, no read chunks in replies, DONE deadline 5 s, credit wait 30 s. */
+ * limits, no MSGP, read chunks in replies to clients that take them (4 awaiting RDMA_DONE
+ * at once), DONE deadline 5 s, credit wait 30 s, long calls in one position-zero chunk. */
 RPCRDMA_API void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role);
 
 /* Lower face: the provider. ctx is passed back unchanged. */
@@ -126,6 +140,10 @@ struct rpcrdma_call_args {
 	struct rpcrdma_ddp_buf *results;        /* result buffers, in result order */
 	uint32_t nresults;
 	uint32_t max_reply;         /* largest reply (without results placed in buffers) */
+	uint32_t no_reply;          /* batched: the responder sends no reply. The call holds
+				       its credit and memory until a reply to a later call
+				       arrives (the responder took it, in order) or the
+				       connection ends; then it completes with status 0 */
 };
 
 struct rpcrdma_reply_args {
@@ -194,6 +212,14 @@ RPCRDMA_API void rpcrdma_eng_call_msgp(const struct rpcrdma_eng_call *c, uint32_
  * its memory is withdrawn from the peer at once, and a call already sent keeps its credit
  * until its reply (dropped) or the connection's end. */
 RPCRDMA_API void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c);
+/* 1 once the call has been sent (the responder may hold it), 0 while it waits. */
+RPCRDMA_API int rpcrdma_eng_call_sent(const struct rpcrdma_eng_call *c);
+/* Credits a new call could use at once: granted, less those in use and those promised to
+ * calls already waiting. */
+RPCRDMA_API uint32_t rpcrdma_eng_credits_free(const struct rpcrdma_eng *e);
+/* 1 when calls wait for a credit and every credit in use is held by an abandoned call:
+ * nothing will give one back but a new connection (RFC 8166 §4.5). */
+RPCRDMA_API int rpcrdma_eng_starved(const struct rpcrdma_eng *e);
 
 /* ---- responder ---- */
 
@@ -218,6 +244,9 @@ RPCRDMA_API int rpcrdma_eng_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req 
 				  const struct rpcrdma_reply_args *a, uint64_t now_ms);
 /* Answer nothing (the upper layer drops the call): the credit is given back. */
 RPCRDMA_API void rpcrdma_eng_req_drop(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r);
+/* RDMA Reads this responder keeps in flight at most, per connection (what CONF_RDMA's
+ * maxrdmaread reports, RFC 5666 §6.2). */
+RPCRDMA_API uint32_t rpcrdma_eng_max_reads(const struct rpcrdma_eng *e);
 
 /* ---- RDMA_MSGP (RFC 5666 §4.3) ---- */
 
