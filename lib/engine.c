@@ -9,7 +9,8 @@
 #define DEF_INLINE 4096u
 #define DEF_CREDITS 32u
 #define DEF_SQ_DEPTH 256u
-#define DEF_MAX_MESSAGE (64u << 20)
+#define DEF_MAX_CALL (64u << 20)    /* a server reassembles calls up to this */
+#define DEF_MAX_REPLY (256u << 20)  /* a client takes replies up to this */
 #define DEF_DONE_TIMEOUT_MS 5000u
 #define DEF_CREDIT_TIMEOUT_MS 30000u
 #define DEF_DONE_PENDING 8u   /* long replies awaiting RDMA_DONE; each needs a receive */
@@ -53,7 +54,7 @@ void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role)
 	cfg->max_credits = DEF_CREDITS;
 	cfg->sq_depth = DEF_SQ_DEPTH;
 	cfg->write_send_ordered = 1;
-	cfg->max_message = DEF_MAX_MESSAGE;
+	cfg->max_message = role == RPCRDMA_ENG_CLIENT ? DEF_MAX_REPLY : DEF_MAX_CALL;
 	rpcrdma_limits_default(&cfg->limits);
 	cfg->done_timeout_ms = DEF_DONE_TIMEOUT_MS;
 	cfg->max_done_pending = DEF_DONE_PENDING;

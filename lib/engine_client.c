@@ -344,6 +344,13 @@ out_free:
 
 /* ---- sending (RFC 5666 §3.3: never more calls than credits granted) ---- */
 
+/* Receives posted cover every call that may still be answered, plus the one about to go:
+ * a batched call settled without a reply leaves its receive for a later call. */
+static bool needs_recv(const struct rpcrdma_eng *e)
+{
+	return e->recvs_posted < e->in_use + 1;
+}
+
 static int send_call(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 {
 	const struct rpcrdma_call_args *a = c->a;
@@ -351,9 +358,11 @@ static int send_call(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 	int n, rc;
 
 	/* the reply's receive is posted before the call can reach the server */
-	rc = rpcrdma__eng_post_recv(e);
-	if (rc)
-		return rc;
+	if (needs_recv(e)) {
+		rc = rpcrdma__eng_post_recv(e);
+		if (rc)
+			return rc;
+	}
 	b = rpcrdma__eng_sbuf_get(e);
 	n = rpcrdma_encode(&c->msg, b->mem, e->inline_send);
 	if (n < 0) {
@@ -388,7 +397,7 @@ void rpcrdma__eng_client_pump(struct rpcrdma_eng *e, uint64_t now)
 			}
 			return;
 		}
-		if (!e->rfree || !e->sfree || !rpcrdma__eng_sq_room(e, 1))
+		if ((needs_recv(e) && !e->rfree) || !e->sfree || !rpcrdma__eng_sq_room(e, 1))
 			return;
 		rc = send_call(e, c);
 		if (rc) {

@@ -110,7 +110,8 @@ struct rpcrdma_eng_call {
 	struct eng_asm as;
 };
 
-enum req_state { REQ_READING = 1, REQ_UPPER, REQ_SENDING, REQ_WAIT_DONE, REQ_FINISHED };
+enum req_state { REQ_READING = 1, REQ_READY, REQ_UPPER, REQ_SENDING, REQ_WAIT_DONE,
+		 REQ_FINISHED };
 
 struct rpcrdma_eng_req {
 	struct rpcrdma_eng *e;

@@ -331,6 +331,24 @@ static void hand_up(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 	e->up.request(e->up.ctx, r);
 }
 
+/* Calls go up in the order they arrived, as a stream transport delivers them: one whose
+ * read chunks are still being pulled holds back the ones after it. The upper layer may
+ * answer at once; a failure there fails every request, so the walk stops when dead. */
+static void hand_up_ready(struct rpcrdma_eng *e)
+{
+	struct eng_link *k, *next;
+
+	for (k = e->reqs.head; k && !e->dead; k = next) {
+		struct rpcrdma_eng_req *r = req_of(k);
+
+		next = k->next;
+		if (r->state == REQ_READING)
+			return;
+		if (r->state == REQ_READY)
+			hand_up(e, r);
+	}
+}
+
 /* Reassemble the call: inline bytes copied, read chunks pulled into place (RFC 5666
  * §3.4; a position-zero chunk is the whole call, §3.5). */
 static void start_call(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
@@ -354,7 +372,8 @@ static void start_call(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	if (!r->as.pos_zero)
 		rpcrdma__asm_copy_inline(&r->as, r->call, m->body);
 	if (!m->nreads) {
-		hand_up(e, r);
+		r->state = REQ_READY;
+		hand_up_ready(e);
 		return;
 	}
 	e->st.read_chunks += r->as.nchunks + r->as.pos_zero;
@@ -384,6 +403,7 @@ static void new_request(struct rpcrdma_eng *e, const struct rpcrdma_msg *m)
 		return;
 	}
 	r->e = e;
+	r->state = REQ_READING;   /* until its call is whole */
 	r->xid = m->xid;
 	r->credits_asked = m->credits;
 	r->op.kind = OPK_REQ_RDMA;
@@ -493,10 +513,11 @@ static void reads_done(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 		/* RFC 8166 §4.5: a read chunk that cannot be pulled is answered ERR_CHUNK */
 		r->ops_failed = 0;
 		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
-		return;
+	} else {
+		rpcrdma__asm_zero_pads(&r->as, r->call);
+		r->state = REQ_READY;
 	}
-	rpcrdma__asm_zero_pads(&r->as, r->call);
-	hand_up(e, r);
+	hand_up_ready(e);
 }
 
 /* The reply's Send completed and no Write of it is outstanding: done, unless read chunks
@@ -791,7 +812,8 @@ static int plan_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	if (hdr + len <= e->inline_send)
 		return 0;
 	chunk_fits = r->has_reply && len <= rpcrdma_write_chunk_len(&r->reply);
-	if (len > e->cfg.max_message || (!chunk_fits && !rrc))
+	/* the reply is our program's own: only the 32-bit segment length bounds it */
+	if (len > UINT32_MAX || (!chunk_fits && !rrc))
 		return -RPCRDMA_ERR_NOSPC;
 	/* read chunks need a receive for the RDMA_DONE: wait for one to free up */
 	if (!chunk_fits && e->done_pending >= e->cfg.max_done_pending)
@@ -915,11 +937,20 @@ uint64_t rpcrdma__eng_server_tick(struct rpcrdma_eng *e, uint64_t now)
 void rpcrdma__eng_server_fail_all(struct rpcrdma_eng *e)
 {
 	struct eng_link *k, *next;
+	bool blocked = false;
 
 	for (k = e->reqs.head; k; k = next) {
 		struct rpcrdma_eng_req *r = req_of(k);
 
 		next = k->next;
+		blocked |= r->state == REQ_READING;
+		if (r->state == REQ_READY && !blocked) {
+			/* it arrived whole before the connection went: still served, in order,
+			 * as over a stream transport; its reply will find no connection */
+			r->dead = true;
+			hand_up(e, r);
+			continue;
+		}
 		if (r->state == REQ_UPPER) {
 			/* the upper layer still holds it: its reply or drop frees it */
 			r->dead = true;

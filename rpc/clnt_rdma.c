@@ -2,13 +2,22 @@
  * with TCP. Each call is XDR-encoded (DDP-eligible items marked by a binding move to read
  * chunks), run through the engine, and its reply decoded (results placed in write chunks
  * are taken without a copy). Several threads may call at once: whoever waits drives the
- * connection, under the client's lock, so calls pipeline up to the credit window. */
+ * connection, under the client's lock, so calls pipeline up to the credit window.
+ *
+ * Calls outlive connections (RFC 8166 §4.5, as the Linux client does): every live call is
+ * on the client's list in the order it was made. When the connection is lost, the calls
+ * still within their time are sent again, with their original XIDs, on a new connection
+ * made with back-off; a call that times out with nothing heard since it was sent ends the
+ * connection (RDMA has no keepalive of its own). Zero-timeout calls (message passing,
+ * batching) are kept until answered and driven by the waiting callers, or by a
+ * background thread when nobody waits. docs/RPC.md says how each libtirpc rule is met. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rpc_int.h"
@@ -20,13 +29,31 @@
 #define FLUSH_MS 1000
 #define VOID_REPLY_MAX (24 + 2 * MAX_AUTH_BYTES)
 #define SPIN_POLLS 20000
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
+#define HK_IDLE_MS 1000
 
 struct rdma_clnt;
 
-/* One call in progress. */
+enum call_kind {
+	CK_WAIT = 1,   /* clnt_call(): its caller waits for it */
+	CK_ASYNC,      /* rpcrdma_clnt_call_async(): a callback reports it */
+	CK_DETACHED,   /* zero timeout: nobody waits; kept until answered or too late */
+	CK_PING,       /* ours: NULL procedure (keepalive, or taking back batched credits) */
+};
+
+/* One call, from clnt_call() until its outcome is known. */
 struct ccall {
+	struct ccall *prev, *next;       /* the client's calls, in the order made */
 	struct rdma_clnt *ct;
-	struct rpcrdma_eng_call *ec;
+	struct rpcrdma_eng_call *ec;     /* on the current connection; NULL: to be sent */
+	uint32_t kind;                   /* enum call_kind */
+	uint64_t deadline;
+	uint64_t rx_mark;                /* ct->answers when it was last sent */
+	int done;                        /* status is final */
+	int status;                      /* the engine's */
+	int fresh;                       /* being started: a failure is returned, not reported */
+	int flush;                       /* a NULL call sent to settle batched calls */
 	struct rpcrdma_call_args a;
 	struct rpcrdma__xdr enc;
 	uint8_t *buf;
@@ -35,57 +62,117 @@ struct ccall {
 	uint32_t nres;
 	xdrproc_t xres;
 	void *resp;
-	int done;
-	rpcrdma_clnt_cb cb;          /* asynchronous calls */
+	rpcrdma_clnt_cb cb;              /* asynchronous calls */
 	void *cbctx;
 	struct rpc_err err;
+	char errtext[200];               /* rpcrdma_clnt_errtext() */
 };
 
 struct rdma_clnt {
 	CLIENT cl;
 	pthread_mutex_t lock;        /* recursive: callbacks may call in again */
 	struct rpcrdma_prov *p;
-	struct rpcrdma_ep *ep;
+	struct rpcrdma_ep *ep;       /* the current connection, or NULL */
 	struct rpcrdma_eng *eng;
 	struct rpcrdma_clnt_opts opts;
+	char *host;
 	rpcprog_t prog;
 	rpcvers_t vers;
 	uint32_t xid;
 	int timeout_ms;              /* CLSET_TIMEOUT; -1: use clnt_call's */
+	int last_timeout_ms;         /* clnt_call's last valid one (CLGET_TIMEOUT) */
 	struct rpc_err err;          /* of the last call */
 	struct sockaddr_storage addr;
 	size_t addrlen;
 	struct netbuf svcaddr;
+	struct ccall *head, *tail;   /* live calls */
 	int async_pending;
 	unsigned idle;               /* empty polls in a row */
-	int dead;
+	uint64_t answers;            /* calls answered, on any connection */
+	uint64_t last_rx;            /* time anything was last received */
+	uint64_t next_connect;       /* no new connection before then */
+	unsigned backoff_ms;
+	int conn_errno;              /* why the last connection attempt failed, 0 if none */
+	uint64_t connects;           /* connections made, the first included */
+	struct ccall *ka;            /* keepalive ping in flight */
+	int nwaiters;                /* threads waiting in clnt_call */
+	pthread_t hk;                /* background thread, started when first needed */
+	pthread_cond_t hk_cv;
+	int hk_started, hk_stop;
 	int ccp_done;
 	struct rpcrdma_ccp_res ccp;
+	char errtext[200];
 };
 
 /* RPCRDMA_CLSET_DDP_BUFS, copied, for this thread's next call */
 static __thread struct rpcrdma_ddp_bufs next_bufs_copy;
 static __thread int next_bufs_set;
 
-/* ---- progress ---- */
+static void conn_down(struct rdma_clnt *ct);
+static void submit_queued(struct rdma_clnt *ct, uint64_t now);
+static enum clnt_stat fail_stat(struct rdma_clnt *ct, enum clnt_stat stat, int eno);
 
-/* Feed what the endpoint completed to the engine, waiting up to wait_ms when nothing is
- * there. Called with the lock held. */
-static void drive(struct rdma_clnt *ct, int wait_ms)
+/* ---- the list of live calls ---- */
+
+static void calls_add(struct rdma_clnt *ct, struct ccall *c)
 {
-	struct rpcrdma_cqe c[32];
-	int i, n;
+	c->prev = ct->tail;
+	c->next = NULL;
+	if (ct->tail)
+		ct->tail->next = c;
+	else
+		ct->head = c;
+	ct->tail = c;
+}
 
-	n = rpcrdma_ep_poll(ct->ep, c, 32);
-	for (i = 0; i < n; i++)
-		rpcrdma_eng_on_cqe(ct->eng, &c[i], rpcrdma__rpc_now());
-	rpcrdma_eng_tick(ct->eng, rpcrdma__rpc_now());
-	if (n)
-		ct->idle = 0;
-	/* an RDMA operation targeting us moves only while we poll: keep polling a while
-	 * before sleeping in the provider's wait */
-	else if (wait_ms && !ct->dead && ++ct->idle > SPIN_POLLS)
-		rpcrdma_ep_wait(ct->ep, wait_ms);
+static void calls_insert_before(struct rdma_clnt *ct, struct ccall *c, struct ccall *at)
+{
+	c->next = at;
+	c->prev = at->prev;
+	if (at->prev)
+		at->prev->next = c;
+	else
+		ct->head = c;
+	at->prev = c;
+}
+
+static void calls_del(struct rdma_clnt *ct, struct ccall *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else if (ct->head == c)
+		ct->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else if (ct->tail == c)
+		ct->tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static int is_background(const struct ccall *c)
+{
+	return c->kind == CK_DETACHED || c->kind == CK_PING;
+}
+
+/* Calls that nobody waits for and that still need the connection. */
+static int background_calls(const struct rdma_clnt *ct)
+{
+	const struct ccall *c;
+
+	for (c = ct->head; c; c = c->next)
+		if (is_background(c) && !c->done)
+			return 1;
+	return 0;
+}
+
+static int pending_calls(const struct rdma_clnt *ct)
+{
+	const struct ccall *c;
+
+	for (c = ct->head; c; c = c->next)
+		if (!c->done)
+			return 1;
+	return 0;
 }
 
 /* ---- building a call ---- */
@@ -139,8 +226,30 @@ static void offer_results(struct ccall *call, const struct rpcrdma_ulb_proc *b,
 	call->a.nresults = call->nres;
 }
 
+/* RFC 8166 §8.2.1: under a flavour that may checksum or encrypt the body (RPCSEC_GSS, or
+ * any flavour not known to leave it alone) no item may leave the stream: the wrap must
+ * cover every byte. Only the flavours below never transform the body. */
+int rpcrdma__flavor_allows_ddp(int flavor)
+{
+	return flavor == AUTH_NONE || flavor == AUTH_SYS || flavor == AUTH_SHORT ||
+	       flavor == AUTH_DH;
+}
+
+/* The largest reply when results that would have gone into write chunks come inline. */
+static uint32_t reply_bound(const struct rdma_clnt *ct, const struct rpcrdma_ulb_proc *b,
+			    const void *args, int ddp)
+{
+	uint64_t max = b && b->max_reply ? b->max_reply : ct->opts.max_reply;
+
+	if (!ddp && b && b->nres_ddp)
+		max += (uint64_t)b->nres_ddp *
+		       (b->res_ddp_size ? b->res_ddp_size(args) : b->res_ddp_max) + 8u;
+	return max > UINT32_MAX ? UINT32_MAX : (uint32_t)max;
+}
+
 static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcprog_t prog,
-				  rpcvers_t vers, rpcproc_t proc, xdrproc_t xargs, void *args)
+				  rpcvers_t vers, rpcproc_t proc, xdrproc_t xargs, void *args,
+				  int ddp)
 {
 	struct rpc_msg msg;
 	u_int cap = 128 + 2 * MAX_AUTH_BYTES + (u_int)xdr_sizeof(xargs, args);
@@ -157,7 +266,9 @@ static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcp
 	msg.rm_call.cb_prog = prog;
 	msg.rm_call.cb_vers = vers;
 	rpcrdma__xdr_encode(&call->enc, call->buf, cap);
-	rpcrdma__xdr_enter(&call->enc);
+	/* off our stream, xdr_rdma_ddp_bytes() is plain xdr_bytes(): everything inline */
+	if (ddp)
+		rpcrdma__xdr_enter(&call->enc);
 	ok = xdr_callhdr(&call->enc.x, &msg) && xdr_u_int(&call->enc.x, &p) &&
 	     AUTH_MARSHALL(ct->cl.cl_auth, &call->enc.x) &&
 	     AUTH_WRAP(ct->cl.cl_auth, &call->enc.x, xargs, args);
@@ -171,30 +282,39 @@ static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcp
 	return RPC_SUCCESS;
 }
 
-static struct ccall *new_call(struct rdma_clnt *ct, rpcprog_t prog, rpcvers_t vers,
-			      rpcproc_t proc, xdrproc_t xargs, void *args, xdrproc_t xres,
-			      void *res, enum clnt_stat *stat)
+/* A call of kind `kind`. Detached calls carry everything in their own buffer (the caller's
+ * arguments may be gone when they are sent) and ask for nothing back but a short reply. */
+static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t proc,
+			      xdrproc_t xargs, void *args, xdrproc_t xres, void *res,
+			      enum clnt_stat *stat)
 {
-	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(prog, vers, proc);
+	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(ct->prog, ct->vers, proc);
 	struct ccall *call = calloc(1, sizeof(*call));
+	int ddp = kind != CK_DETACHED &&
+		  rpcrdma__flavor_allows_ddp((int)ct->cl.cl_auth->ah_cred.oa_flavor);
 
 	if (!call) {
 		*stat = RPC_SYSTEMERROR;
 		return NULL;
 	}
 	call->ct = ct;
-	call->xres = b && b->xres ? b->xres : xres;
+	call->kind = kind;
+	call->xres = b && b->xres && ddp ? b->xres : xres;
 	call->resp = res;
-	*stat = encode_call(ct, call, prog, vers, proc, b && b->xargs ? b->xargs : xargs, args);
+	*stat = encode_call(ct, call, ct->prog, ct->vers, proc,
+			    b && b->xargs ? b->xargs : xargs, args, ddp);
 	if (*stat != RPC_SUCCESS) {
 		free_call(call);
 		return NULL;
 	}
-	offer_results(call, b, args);
-	call->a.max_reply = b && b->max_reply ? b->max_reply : ct->opts.max_reply;
+	if (ddp)
+		offer_results(call, b, args);
+	else if (kind != CK_DETACHED)
+		next_bufs_set = 0;   /* the buffers were for this call: they stay unused */
+	call->a.max_reply = reply_bound(ct, b, args, ddp);
 	/* a void result cannot make a long reply: header and verifier only, no reply chunk
-	 * (one registration less per call) */
-	if (call->xres == RPCRDMA_XDR_VOID)
+	 * (one registration less per call); nor is a reply nobody reads worth one */
+	if (call->xres == RPCRDMA_XDR_VOID || kind == CK_DETACHED || kind == CK_PING)
 		call->a.max_reply = VOID_REPLY_MAX;
 	return call;
 }
@@ -202,19 +322,41 @@ static struct ccall *new_call(struct rdma_clnt *ct, rpcprog_t prog, rpcvers_t ve
 /* ---- the reply ---- */
 
 /* What the engine's outcome means to the caller (docs/RPC.md). */
-static enum clnt_stat engine_stat(const struct ccall *call, int status, struct rpc_err *err)
+static enum clnt_stat engine_stat(struct rdma_clnt *ct, struct ccall *call, int status,
+				  struct rpc_err *err)
 {
 	switch (status) {
 	case -RPCRDMA_ERR_TIMEDOUT:
 		return RPC_TIMEDOUT;
+	case -RPCRDMA_ERR_RANGE:
+	case -RPCRDMA_ERR_INVAL:
+		return RPC_CANTENCODEARGS;   /* too long or too many items for the connection */
+	case -RPCRDMA_ERR_NOMEM:
+		err->re_errno = ENOMEM;
+		return RPC_SYSTEMERROR;
 	case -RPCRDMA_ERR_VERSION:
 		rpcrdma_eng_call_vers(call->ec, (uint32_t *)&err->re_vers.low,
 				      (uint32_t *)&err->re_vers.high);
 		return RPC_VERSMISMATCH;
 	case -RPCRDMA_ERR_PROTO:
+		if (!rpcrdma_eng_call_wire_err(call->ec)) {
+			err->re_errno = EPROTO;
+			return RPC_CANTDECODERES;
+		}
+		if (call->a.max_reply > ct->opts.inline_size) {
+			/* ERR_CHUNK to a call that offered a reply chunk: most likely a reply
+			 * longer than the chunk, from a server that cannot send read chunks */
+			err->re_errno = EMSGSIZE;
+			snprintf(call->errtext, sizeof(call->errtext),
+				 "the server answered ERR_CHUNK: its reply did not fit the %u-byte "
+				 "reply chunk offered (raise rpcrdma_clnt_opts.max_reply or the "
+				 "binding's max_reply)", call->a.max_reply);
+			return RPC_CANTRECV;
+		}
 		err->re_errno = EPROTO;
-		/* ERR_CHUNK: the server could not take our chunks or fit the reply */
-		return rpcrdma_eng_call_wire_err(call->ec) ? RPC_CANTSEND : RPC_CANTDECODERES;
+		snprintf(call->errtext, sizeof(call->errtext),
+			 "the server answered ERR_CHUNK: it could not take this call's chunks");
+		return RPC_CANTSEND;
 	default:
 		err->re_errno = status == -RPCRDMA_ERR_DISCONN ? ECONNRESET : EIO;
 		return RPC_CANTRECV;
@@ -267,110 +409,556 @@ static enum clnt_stat decode_reply(struct ccall *call, struct rpc_err *err)
 /* The call's outcome, into call->err. Called once it is done, without the lock. */
 static enum clnt_stat finish_call(struct ccall *call)
 {
-	int status = rpcrdma_eng_call_status(call->ec);
-
 	memset(&call->err, 0, sizeof(call->err));
-	if (status)
-		call->err.re_status = engine_stat(call, status, &call->err);
+	call->errtext[0] = '\0';
+	if (call->status)
+		call->err.re_status = engine_stat(call->ct, call, call->status, &call->err);
 	else
 		decode_reply(call, &call->err);
 	return call->err.re_status;
+}
+
+static void release_engine_call(struct ccall *call)
+{
+	rpcrdma_eng_call_free(call->ec);
+	call->ec = NULL;
+}
+
+/* A call nobody waits for is over: it leaves the list. */
+static void drop_call(struct rdma_clnt *ct, struct ccall *call)
+{
+	if (call->ec)
+		release_engine_call(call);
+	calls_del(ct, call);
+	if (ct->ka == call)
+		ct->ka = NULL;
+	free_call(call);
+}
+
+/* An asynchronous call's outcome goes to its callback; the call is then over. */
+static void report_async(struct rdma_clnt *ct, struct ccall *call, enum clnt_stat stat)
+{
+	if (call->ec)
+		release_engine_call(call);
+	calls_del(ct, call);
+	ct->async_pending--;
+	memcpy(ct->errtext, call->errtext, sizeof(ct->errtext));
+	call->cb(call->cbctx, stat);
+	free_call(call);
 }
 
 static void on_call_done(void *ctx, struct rpcrdma_eng_call *ec)
 {
 	struct ccall *call = rpcrdma_eng_call_user(ec);
 	struct rdma_clnt *ct = (struct rdma_clnt *)ctx;
+	int status = rpcrdma_eng_call_status(ec);
 	enum clnt_stat stat;
 
-	call->done = 1;
-	if (!call->cb)
+	if (status == -RPCRDMA_ERR_DISCONN && call->kind != CK_PING &&
+	    !ct->opts.no_reconnect && rpcrdma__rpc_now() < call->deadline) {
+		/* lost with its connection: sent again, same XID, on the next one */
+		release_engine_call(call);
 		return;
-	stat = finish_call(call);
-	ct->err = call->err;
-	rpcrdma_eng_call_free(ec);
-	ct->async_pending--;
-	call->cb(call->cbctx, stat);
-	free_call(call);
+	}
+	if (status != -RPCRDMA_ERR_DISCONN)
+		ct->answers++;
+	call->done = 1;
+	call->status = status;
+	switch (call->kind) {
+	case CK_WAIT:
+		return;   /* its caller decodes it */
+	case CK_ASYNC:
+		stat = finish_call(call);
+		ct->err = call->err;
+		report_async(ct, call, stat);
+		return;
+	default:
+		drop_call(ct, call);
+	}
 }
 
 static void on_fatal(void *ctx, int reason)
 {
-	(void)reason;
-	((struct rdma_clnt *)ctx)->dead = 1;
+	(void)ctx;
+	(void)reason;   /* the engine is dead: drive() notices and reconnects */
+}
+
+/* ---- connections ---- */
+
+static int make_engine(struct rdma_clnt *ct)
+{
+	const struct rpcrdma_prov_caps *caps = rpcrdma_prov_caps(ct->p);
+	struct rpcrdma_eng_upper up = { .ctx = ct, .call_done = on_call_done, .fatal = on_fatal };
+	struct rpcrdma_eng_config cfg;
+
+	rpcrdma_eng_config_default(&cfg, RPCRDMA_ENG_CLIENT);
+	cfg.inline_send = cfg.inline_recv = ct->opts.inline_size;
+	cfg.max_credits = ct->opts.max_credits;
+	cfg.sq_depth = caps->tx_depth < 1024 ? caps->tx_depth : 1024;
+	cfg.write_send_ordered = caps->write_send_ordered;
+	cfg.msgp_align = ct->opts.msgp_align;
+	cfg.msgp_thresh = ct->opts.msgp_thresh;
+	if (cfg.max_message < ct->opts.max_reply)
+		cfg.max_message = ct->opts.max_reply;
+	return rpcrdma_eng_create(&cfg, &up, &ct->eng);
+}
+
+static int connect_engine(struct rdma_clnt *ct, int timeout_ms)
+{
+	struct rpcrdma_eng_lower lo;
+	uint8_t pd[RPCRDMA_PDATA_MAX];
+	const void *peer;
+	size_t plen;
+	int n, rc;
+
+	n = rpcrdma_eng_pdata(ct->eng, pd, sizeof(pd));
+	rc = rpcrdma_connect(ct->p, ct->host, ct->opts.port, pd, (size_t)n, timeout_ms, &ct->ep);
+	if (rc)
+		return rc;
+	peer = rpcrdma_ep_peer_pdata(ct->ep, &plen);
+	rpcrdma_eng_set_peer_pdata(ct->eng, peer, plen);
+	rpcrdma_eng_lower_ep(&lo, ct->p, ct->ep);
+	rc = rpcrdma_eng_start(ct->eng, &lo, rpcrdma__rpc_now());
+	ct->addrlen = sizeof(ct->addr);
+	if (rpcrdma_ep_peer_addr(ct->ep, &ct->addr, &ct->addrlen))
+		ct->addrlen = 0;
+	ct->svcaddr.buf = &ct->addr;
+	ct->svcaddr.len = ct->svcaddr.maxlen = (unsigned)ct->addrlen;
+	return rc;
+}
+
+static int conn_errno(int rc)
+{
+	switch (rc) {
+	case -RPCRDMA_ERR_TIMEDOUT:
+		return ETIMEDOUT;
+	case -RPCRDMA_ERR_ADDR:
+		return EHOSTUNREACH;
+	case -RPCRDMA_ERR_NOMEM:
+		return ENOMEM;
+	default:
+		return ECONNREFUSED;
+	}
+}
+
+/* One attempt at a connection, at most timeout_ms; its engine takes the calls waiting
+ * to be sent. Failures space the next attempt out (BACKOFF_MIN_MS doubling up to
+ * BACKOFF_MAX_MS), so a server that is down is not hammered. */
+static int conn_up(struct rdma_clnt *ct, uint64_t now, int timeout_ms)
+{
+	int rc;
+
+	if (ct->eng || now < ct->next_connect)
+		return ct->eng ? 0 : -RPCRDMA_ERR_AGAIN;
+	rc = make_engine(ct);
+	if (!rc)
+		rc = connect_engine(ct, timeout_ms);
+	if (rc) {
+		if (ct->ep)
+			rpcrdma_ep_close(ct->ep);
+		rpcrdma_eng_destroy(ct->eng);
+		ct->ep = NULL;
+		ct->eng = NULL;
+		ct->conn_errno = conn_errno(rc);
+		ct->next_connect = rpcrdma__rpc_now() + ct->backoff_ms;
+		ct->backoff_ms = ct->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+								      : ct->backoff_ms * 2;
+		return rc;
+	}
+	ct->conn_errno = 0;
+	ct->backoff_ms = BACKOFF_MIN_MS;
+	ct->next_connect = 0;
+	ct->connects++;
+	ct->last_rx = rpcrdma__rpc_now();
+	ct->idle = 0;
+	/* what CONF_RDMA gave on the first connection holds for the same server */
+	if (ct->ccp_done)
+		rpcrdma_eng_set_inline_send(ct->eng, ct->ccp.maxcall_sendsize);
+	submit_queued(ct, rpcrdma__rpc_now());
+	return 0;
+}
+
+/* Close the connection; its calls come back through on_call_done and wait for the next. */
+static void conn_down(struct rdma_clnt *ct)
+{
+	if (!ct->eng)
+		return;
+	rpcrdma_eng_shutdown(ct->eng, -RPCRDMA_ERR_DISCONN);
+	rpcrdma_ep_close(ct->ep);
+	rpcrdma_eng_destroy(ct->eng);
+	ct->ep = NULL;
+	ct->eng = NULL;
+}
+
+/* ---- sending ---- */
+
+static void submit(struct rdma_clnt *ct, struct ccall *call, uint64_t now)
+{
+	int rc = rpcrdma_eng_call(ct->eng, &call->a, call, now, &call->ec);
+
+	if (rc == -RPCRDMA_ERR_DISCONN) {
+		call->ec = NULL;   /* waits for the next connection */
+		return;
+	}
+	call->rx_mark = ct->answers;
+	if (!rc)
+		return;
+	/* too long or too many items for this connection */
+	call->ec = NULL;
+	call->done = 1;
+	call->status = rc;
+	if (call->kind == CK_ASYNC && !call->fresh) {
+		fail_stat(ct, RPC_CANTENCODEARGS, 0);
+		report_async(ct, call, RPC_CANTENCODEARGS);
+	} else if (is_background(call)) {
+		drop_call(ct, call);   /* nobody to tell */
+	}
+}
+
+static struct ccall *make_ping(struct rdma_clnt *ct, uint64_t deadline)
+{
+	enum clnt_stat st;
+	struct ccall *p = new_call(ct, CK_PING, NULLPROC, RPCRDMA_XDR_VOID, NULL,
+				   RPCRDMA_XDR_VOID, NULL, &st);
+
+	if (p)
+		p->deadline = deadline;
+	return p;
+}
+
+/* A batched call never gets a reply, so its credit comes back only with the reply to a
+ * later call. It never takes the last credit: a NULL call goes first and its reply
+ * settles every batched call before it (the server answers in order). */
+static int needs_flush(struct rdma_clnt *ct, const struct ccall *call)
+{
+	return call->a.no_reply && rpcrdma_eng_credits_free(ct->eng) < 2;
+}
+
+static int flush_batched(struct rdma_clnt *ct, struct ccall *before, uint64_t now)
+{
+	struct ccall *p;
+
+	for (p = ct->head; p != before; p = p->next)
+		if (p->flush && !p->done)
+			return 0;   /* one already on its way */
+	p = make_ping(ct, before->deadline);
+	if (!p)
+		return -1;
+	p->flush = 1;
+	calls_insert_before(ct, p, before);
+	submit(ct, p, now);
+	return 0;
+}
+
+/* Send, in order, the calls that wait for a connection. */
+static void submit_queued(struct rdma_clnt *ct, uint64_t now)
+{
+	struct ccall *c, *next;
+
+	for (c = ct->head; c && ct->eng && rpcrdma_eng_alive(ct->eng); c = next) {
+		next = c->next;
+		if (c->done || c->ec)
+			continue;
+		if (needs_flush(ct, c)) {
+			flush_batched(ct, c, now);
+			return;   /* the rest keep their order behind it */
+		}
+		submit(ct, c, now);
+		if (!c->ec)
+			return;
+	}
+}
+
+/* ---- progress ---- */
+
+/* A call nobody waits for that is past its time: withdrawn; its credit stays lost until
+ * the connection ends. */
+static void expire_background(struct rdma_clnt *ct, uint64_t now)
+{
+	struct ccall *c, *next;
+
+	for (c = ct->head; c; c = next) {
+		next = c->next;
+		if (is_background(c) && !c->done && now >= c->deadline && c != ct->ka)
+			drop_call(ct, c);
+	}
+}
+
+/* Keepalive (opts.keepalive_ms): a NULL call once nothing has been received for that
+ * long; when it goes unanswered as long again, the peer is presumed dead. */
+static void keepalive(struct rdma_clnt *ct, uint64_t now)
+{
+	uint64_t every = (uint64_t)ct->opts.keepalive_ms;
+
+	if (!every || !ct->eng)
+		return;
+	if (ct->ka) {
+		if (now >= ct->ka->deadline) {
+			drop_call(ct, ct->ka);
+			conn_down(ct);
+		}
+		return;
+	}
+	if (now - ct->last_rx < every)
+		return;
+	ct->ka = make_ping(ct, now + every);
+	if (ct->ka) {
+		calls_add(ct, ct->ka);
+		submit(ct, ct->ka, now);
+	}
+}
+
+static int conn_alive(const struct rdma_clnt *ct)
+{
+	return ct->eng && rpcrdma_eng_alive(ct->eng);
+}
+
+/* Feed what the endpoint completed to the engine, waiting up to wait_ms when nothing is
+ * there; without a connection, make one when calls need it (within limit). Returns 1
+ * when there is no connection to wait on. Called with the lock held. */
+static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
+{
+	struct rpcrdma_cqe c[32];
+	uint64_t now = rpcrdma__rpc_now();
+	int i, n;
+
+	if (!conn_alive(ct)) {
+		conn_down(ct);
+		if (ct->opts.no_reconnect && ct->connects)
+			return 1;
+		if (pending_calls(ct) && limit > now)
+			conn_up(ct, now, (int)(limit - now < (uint64_t)ct->opts.connect_timeout_ms
+						   ? limit - now : (uint64_t)ct->opts.connect_timeout_ms));
+		if (!ct->eng)
+			return 1;
+	}
+	n = rpcrdma_ep_poll(ct->ep, c, 32);
+	now = rpcrdma__rpc_now();
+	for (i = 0; i < n; i++)
+		rpcrdma_eng_on_cqe(ct->eng, &c[i], now);
+	rpcrdma_eng_tick(ct->eng, now);
+	expire_background(ct, now);
+	if (n) {
+		ct->idle = 0;
+		ct->last_rx = now;
+	}
+	keepalive(ct, now);
+	if (!conn_alive(ct))
+		return 0;
+	/* only a new connection gives back credits held by abandoned calls */
+	if (rpcrdma_eng_starved(ct->eng)) {
+		conn_down(ct);
+		return 0;
+	}
+	submit_queued(ct, now);
+	/* an RDMA operation targeting us moves only while we poll: keep polling a while
+	 * before sleeping in the provider's wait */
+	if (!n && wait_ms && ++ct->idle > SPIN_POLLS)
+		rpcrdma_ep_wait(ct->ep, wait_ms);
+	return 0;
+}
+
+/* Unlocked pause between slices when there is no connection to wait on. */
+static void pause_ms(int ms)
+{
+	struct timespec ts = { 0, (long)ms * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- the background thread ---- */
+
+/* Zero-timeout calls and keepalive need the connection driven while no caller waits:
+ * the thread drives it while such calls are pending, pings an idle connection when
+ * keepalive is due, and otherwise sleeps on its condition variable. */
+static void *housekeeper(void *arg)
+{
+	struct rdma_clnt *ct = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&ct->lock);
+	while (!ct->hk_stop) {
+		uint64_t now = rpcrdma__rpc_now(), wake = now + HK_IDLE_MS;
+		uint64_t ka_due = ct->last_rx + (uint64_t)ct->opts.keepalive_ms;
+		int ka_on = ct->opts.keepalive_ms && conn_alive(ct);
+
+		if (!ct->nwaiters && (background_calls(ct) || (ka_on && now >= ka_due))) {
+			int none = drive(ct, WAIT_SLICE_MS,
+					 now + (uint64_t)ct->opts.connect_timeout_ms);
+
+			pthread_mutex_unlock(&ct->lock);
+			if (none)
+				pause_ms(WAIT_SLICE_MS);
+			pthread_mutex_lock(&ct->lock);
+			continue;
+		}
+		if (ka_on && ka_due < wake)
+			wake = ka_due;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)((wake - now) % 1000) * 1000000;
+		ts.tv_sec += (time_t)((wake - now) / 1000) + ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&ct->hk_cv, &ct->lock, &ts);
+	}
+	pthread_mutex_unlock(&ct->lock);
+	return NULL;
+}
+
+/* Called with the lock held. */
+static void hk_wake(struct rdma_clnt *ct)
+{
+	if (!ct->hk_started && !ct->hk_stop) {
+		ct->hk_started = pthread_create(&ct->hk, NULL, housekeeper, ct) == 0;
+		return;
+	}
+	pthread_cond_signal(&ct->hk_cv);
 }
 
 /* ---- cl_ops ---- */
 
-static int start_call(struct rdma_clnt *ct, struct ccall *call)
+/* ct->err (or a call's) for an outcome decided here; clears the error text. */
+static enum clnt_stat fail_stat(struct rdma_clnt *ct, enum clnt_stat stat, int eno)
 {
-	int rc;
-
-	if (ct->dead)
-		return -RPCRDMA_ERR_DISCONN;
-	rc = rpcrdma_eng_call(ct->eng, &call->a, call, rpcrdma__rpc_now(), &call->ec);
-	return rc;
+	memset(&ct->err, 0, sizeof(ct->err));
+	ct->err.re_status = stat;
+	ct->err.re_errno = eno;
+	ct->errtext[0] = '\0';
+	return stat;
 }
 
-static enum clnt_stat fail_start(struct rpc_err *err, int rc)
+/* The deadline passed: the call is withdrawn. With nothing heard from the server since
+ * it went out, the connection is presumed dead and closed (RDMA has no keepalive): the
+ * other calls go again on the next one, as the Linux client does. */
+static enum clnt_stat timed_out(struct rdma_clnt *ct, struct ccall *call)
 {
-	memset(err, 0, sizeof(*err));
-	if (rc == -RPCRDMA_ERR_DISCONN) {
-		err->re_status = RPC_CANTSEND;
-		err->re_errno = ECONNRESET;
-	} else {
-		err->re_status = RPC_CANTENCODEARGS;   /* too long or too many items */
-	}
-	return err->re_status;
+	int sent = call->ec && rpcrdma_eng_call_sent(call->ec);
+
+	if (call->ec)
+		release_engine_call(call);
+	calls_del(ct, call);
+	if (sent && ct->answers == call->rx_mark)
+		conn_down(ct);
+	if (!ct->eng && ct->conn_errno)
+		return fail_stat(ct, RPC_CANTSEND, ct->conn_errno);
+	return fail_stat(ct, RPC_TIMEDOUT, 0);
 }
 
-static enum clnt_stat do_call(struct rdma_clnt *ct, rpcprog_t prog, rpcvers_t vers,
-			      rpcproc_t proc, xdrproc_t xargs, void *args, xdrproc_t xres,
-			      void *res, int timeout_ms)
+static enum clnt_stat wait_call(struct rdma_clnt *ct, struct ccall *call)
 {
 	enum clnt_stat stat;
-	struct ccall *call = new_call(ct, prog, vers, proc, xargs, args, xres, res, &stat);
-	uint64_t deadline = rpcrdma__rpc_now() + (uint64_t)timeout_ms;
-	int rc;
 
-	if (!call) {
-		pthread_mutex_lock(&ct->lock);
-		memset(&ct->err, 0, sizeof(ct->err));
-		ct->err.re_status = stat;
-		pthread_mutex_unlock(&ct->lock);
-		return stat;
-	}
-	pthread_mutex_lock(&ct->lock);
-	rc = start_call(ct, call);
-	if (rc) {
-		stat = fail_start(&ct->err, rc);
-		pthread_mutex_unlock(&ct->lock);
-		free_call(call);
-		return stat;
-	}
-	while (!call->done && rpcrdma__rpc_now() < deadline) {
-		drive(ct, WAIT_SLICE_MS);
+	ct->nwaiters++;
+	while (!call->done && rpcrdma__rpc_now() < call->deadline) {
+		int none = drive(ct, WAIT_SLICE_MS, call->deadline);
+
+		if (none && ct->opts.no_reconnect && ct->connects)
+			break;
 		/* let another caller take the lock between slices */
 		pthread_mutex_unlock(&ct->lock);
+		if (none)
+			pause_ms(WAIT_SLICE_MS);
 		pthread_mutex_lock(&ct->lock);
 	}
+	ct->nwaiters--;
+	if (!ct->nwaiters && background_calls(ct))
+		hk_wake(ct);
 	if (!call->done) {
-		/* abandon: its memory is withdrawn at once (docs/ENGINE.md) */
-		rpcrdma_eng_call_free(call->ec);
-		memset(&ct->err, 0, sizeof(ct->err));
-		ct->err.re_status = RPC_TIMEDOUT;
+		if (ct->opts.no_reconnect && !ct->eng) {
+			if (call->ec)
+				release_engine_call(call);
+			calls_del(ct, call);
+			stat = fail_stat(ct, RPC_CANTSEND, ECONNRESET);
+		} else {
+			stat = timed_out(ct, call);
+		}
 		pthread_mutex_unlock(&ct->lock);
 		free_call(call);
-		return RPC_TIMEDOUT;
+		return stat;
 	}
+	calls_del(ct, call);
 	pthread_mutex_unlock(&ct->lock);
 	stat = finish_call(call);
 	pthread_mutex_lock(&ct->lock);
 	ct->err = call->err;
-	rpcrdma_eng_call_free(call->ec);
+	memcpy(ct->errtext, call->errtext, sizeof(ct->errtext));
+	release_engine_call(call);
 	pthread_mutex_unlock(&ct->lock);
 	free_call(call);
 	return stat;
+}
+
+/* Enqueue a call and send it if it can go now. Called with the lock held. */
+static void start(struct rdma_clnt *ct, struct ccall *call, uint64_t now)
+{
+	calls_add(ct, call);
+	if (conn_alive(ct))
+		submit_queued(ct, now);
+}
+
+static enum clnt_stat do_call(struct rdma_clnt *ct, rpcproc_t proc, xdrproc_t xargs,
+			      void *args, xdrproc_t xres, void *res, int timeout_ms)
+{
+	enum clnt_stat stat;
+	struct ccall *call = new_call(ct, CK_WAIT, proc, xargs, args, xres, res, &stat);
+	uint64_t now = rpcrdma__rpc_now();
+
+	pthread_mutex_lock(&ct->lock);
+	if (!call) {
+		fail_stat(ct, stat, 0);
+		pthread_mutex_unlock(&ct->lock);
+		return stat;
+	}
+	call->deadline = now + (uint64_t)timeout_ms;
+	if (ct->opts.no_reconnect && ct->connects && !conn_alive(ct)) {
+		stat = fail_stat(ct, RPC_CANTSEND, ECONNRESET);
+		pthread_mutex_unlock(&ct->lock);
+		free_call(call);
+		return stat;
+	}
+	start(ct, call, now);
+	if (call->done && call->status != 0 && !call->ec) {
+		/* refused before it went anywhere: too long or too many items */
+		calls_del(ct, call);
+		stat = fail_stat(ct, RPC_CANTENCODEARGS, 0);
+		pthread_mutex_unlock(&ct->lock);
+		free_call(call);
+		return stat;
+	}
+	return wait_call(ct, call);   /* unlocks */
+}
+
+/* Zero timeout (libtirpc's message passing): the call is sent and clnt_call returns at
+ * once, RPC_TIMEDOUT; with no result procedure (batching), RPC_SUCCESS. The call is kept,
+ * everything in our own buffer, until its reply (dropped) or its time is up. */
+static enum clnt_stat detach_call(struct rdma_clnt *ct, rpcproc_t proc, xdrproc_t xargs,
+				  void *args, xdrproc_t xres)
+{
+	enum clnt_stat stat;
+	struct ccall *call = new_call(ct, CK_DETACHED, proc, xargs, args, RPCRDMA_XDR_VOID,
+				      NULL, &stat);
+	uint64_t now = rpcrdma__rpc_now();
+	int wait = ct->timeout_ms >= 0 ? ct->timeout_ms : ct->last_timeout_ms;
+
+	pthread_mutex_lock(&ct->lock);
+	if (!call) {
+		fail_stat(ct, stat, 0);
+		pthread_mutex_unlock(&ct->lock);
+		return stat;
+	}
+	call->deadline = now + (uint64_t)(wait > 0 ? wait : DEF_TIMEOUT_MS);
+	call->a.no_reply = xres == NULL;
+	start(ct, call, now);
+	hk_wake(ct);
+	stat = xres == NULL ? RPC_SUCCESS : RPC_TIMEDOUT;
+	fail_stat(ct, stat, 0);
+	pthread_mutex_unlock(&ct->lock);
+	return stat;
+}
+
+/* libtirpc's time_not_ok(): what a valid struct timeval is */
+static int timeval_valid(const struct timeval *tv)
+{
+	return tv->tv_sec >= 0 && tv->tv_usec >= 0 && tv->tv_usec <= 1000000;
 }
 
 static int timeval_ms(struct timeval tv)
@@ -384,9 +972,15 @@ static enum clnt_stat rdma_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, voi
 				xdrproc_t xres, void *res, struct timeval tout)
 {
 	struct rdma_clnt *ct = (struct rdma_clnt *)cl->cl_private;
-	int ms = ct->timeout_ms >= 0 ? ct->timeout_ms : timeval_ms(tout);
+	int ms;
 
-	return do_call(ct, ct->prog, ct->vers, proc, xargs, args, xres, res, ms);
+	/* the argument decides message passing, whatever CLSET_TIMEOUT says (libtirpc) */
+	if (tout.tv_sec == 0 && tout.tv_usec == 0)
+		return detach_call(ct, proc, xargs, args, xres);
+	if (ct->timeout_ms < 0 && timeval_valid(&tout))
+		ct->last_timeout_ms = timeval_ms(tout);
+	ms = ct->timeout_ms >= 0 ? ct->timeout_ms : timeval_ms(tout);
+	return do_call(ct, proc, xargs, args, xres, res, ms);
 }
 
 static void rdma_abort(CLIENT *cl)
@@ -413,23 +1007,71 @@ static bool_t rdma_freeres(CLIENT *cl, xdrproc_t xres, void *res)
 	return xres(&x, res);
 }
 
+/* Before the connection closes, calls nobody waits for get the time they were given to
+ * be answered, while the server can be reached: over TCP they would be in the socket's
+ * buffer already. Batched calls are settled by a NULL call's reply. */
+static void flush_background(struct rdma_clnt *ct)
+{
+	struct ccall *c;
+	int batched = 0;
+
+	for (c = ct->head; c; c = c->next)
+		batched |= c->a.no_reply && !c->done;
+	if (batched && conn_alive(ct)) {
+		uint64_t until = rpcrdma__rpc_now() + DEF_TIMEOUT_MS;
+
+		for (c = ct->head; c; c = c->next)
+			if (c->deadline > until)
+				until = c->deadline;
+		c = make_ping(ct, until);
+		if (c) {
+			calls_add(ct, c);
+			submit_queued(ct, rpcrdma__rpc_now());
+		}
+	}
+	ct->nwaiters++;   /* keeps the background thread out */
+	while (background_calls(ct)) {
+		uint64_t now = rpcrdma__rpc_now();
+		int none = drive(ct, WAIT_SLICE_MS, now + (uint64_t)ct->opts.connect_timeout_ms);
+
+		if (none && ct->conn_errno)
+			break;   /* the server cannot be reached: nothing more will go */
+		pthread_mutex_unlock(&ct->lock);
+		if (none)
+			pause_ms(WAIT_SLICE_MS);
+		pthread_mutex_lock(&ct->lock);
+	}
+	ct->nwaiters--;
+}
+
 static void rdma_destroy(CLIENT *cl)
 {
 	struct rdma_clnt *ct = (struct rdma_clnt *)cl->cl_private;
 	uint64_t until = rpcrdma__rpc_now() + FLUSH_MS;
+	struct ccall *c;
 
+	pthread_mutex_lock(&ct->lock);
+	flush_background(ct);
+	ct->hk_stop = 1;
+	pthread_cond_signal(&ct->hk_cv);
+	pthread_mutex_unlock(&ct->lock);
+	if (ct->hk_started)
+		pthread_join(ct->hk, NULL);
 	/* RDMA_DONEs already posted go out before the connection closes */
 	pthread_mutex_lock(&ct->lock);
-	while (rpcrdma_eng_sending(ct->eng) && rpcrdma__rpc_now() < until)
-		drive(ct, WAIT_SLICE_MS);
+	while (conn_alive(ct) && rpcrdma_eng_sending(ct->eng) && rpcrdma__rpc_now() < until)
+		drive(ct, WAIT_SLICE_MS, until);
+	conn_down(ct);
+	while ((c = ct->head) != NULL) {   /* calls left over: only what expired unanswered */
+		calls_del(ct, c);
+		free_call(c);
+	}
 	pthread_mutex_unlock(&ct->lock);
-	rpcrdma_eng_shutdown(ct->eng, -RPCRDMA_ERR_DISCONN);
-	rpcrdma_ep_close(ct->ep);
-	rpcrdma_eng_destroy(ct->eng);
+	/* cl_auth is the caller's, as with every libtirpc client: they destroy it */
 	rpcrdma_prov_close(ct->p);
-	if (cl->cl_auth)
-		AUTH_DESTROY(cl->cl_auth);
+	pthread_cond_destroy(&ct->hk_cv);
 	pthread_mutex_destroy(&ct->lock);
+	free(ct->host);
 	free(ct);
 }
 
@@ -437,13 +1079,17 @@ static bool_t control_std(struct rdma_clnt *ct, u_int req, void *info)
 {
 	switch (req) {
 	case CLSET_TIMEOUT:
+		if (!timeval_valid((struct timeval *)info))
+			return FALSE;
 		ct->timeout_ms = timeval_ms(*(struct timeval *)info);
 		return TRUE;
-	case CLGET_TIMEOUT:
-		((struct timeval *)info)->tv_sec = ct->timeout_ms < 0 ? 0 : ct->timeout_ms / 1000;
-		((struct timeval *)info)->tv_usec = ct->timeout_ms < 0 ? 0 :
-						    (ct->timeout_ms % 1000) * 1000;
+	case CLGET_TIMEOUT: {
+		int ms = ct->timeout_ms >= 0 ? ct->timeout_ms : ct->last_timeout_ms;
+
+		((struct timeval *)info)->tv_sec = ms / 1000;
+		((struct timeval *)info)->tv_usec = (ms % 1000) * 1000;
 		return TRUE;
+	}
 	case CLGET_XID:
 		*(uint32_t *)info = __atomic_load_n(&ct->xid, __ATOMIC_RELAXED);
 		return TRUE;
@@ -474,7 +1120,7 @@ static bool_t control_std(struct rdma_clnt *ct, u_int req, void *info)
 		*(struct netbuf *)info = ct->svcaddr;
 		return TRUE;
 	case CLGET_FD:
-		*(int *)info = rpcrdma_ep_fd(ct->ep);
+		*(int *)info = ct->ep ? rpcrdma_ep_fd(ct->ep) : -1;
 		return TRUE;
 	case CLSET_FD_CLOSE:
 	case CLSET_FD_NCLOSE:
@@ -498,12 +1144,18 @@ static bool_t rdma_control(CLIENT *cl, u_int req, void *info)
 		next_bufs_set = 1;
 		break;
 	case RPCRDMA_CLGET_STATS:
-		rpcrdma_eng_stats(ct->eng, info);
+		if (ct->eng)
+			rpcrdma_eng_stats(ct->eng, info);
+		else
+			memset(info, 0, sizeof(struct rpcrdma_eng_stats));
 		break;
 	case RPCRDMA_CLGET_CCP:
 		if (ct->ccp_done)
 			*(struct rpcrdma_ccp_res *)info = ct->ccp;
 		ok = ct->ccp_done;
+		break;
+	case RPCRDMA_CLGET_CONNECTS:
+		*(uint64_t *)info = ct->connects;
 		break;
 	default:
 		ok = control_std(ct, req, info);
@@ -521,6 +1173,16 @@ static struct clnt_ops rdma_ops = {
 	.cl_control = rdma_control,
 };
 
+const char *rpcrdma_clnt_errtext(CLIENT *cl)
+{
+	struct rdma_clnt *ct;
+
+	if (!cl || cl->cl_ops != &rdma_ops)
+		return "";
+	ct = (struct rdma_clnt *)cl->cl_private;
+	return ct->errtext;
+}
+
 /* ---- asynchronous calls ---- */
 
 int rpcrdma_clnt_call_async(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *args,
@@ -529,36 +1191,78 @@ int rpcrdma_clnt_call_async(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *a
 	struct rdma_clnt *ct;
 	struct ccall *call;
 	enum clnt_stat stat;
-	int rc;
+	int wait;
 
 	if (!cl || cl->cl_ops != &rdma_ops || !done)
 		return -RPCRDMA_ERR_INVAL;
 	ct = (struct rdma_clnt *)cl->cl_private;
-	call = new_call(ct, ct->prog, ct->vers, proc, xargs, args, xres, res, &stat);
+	call = new_call(ct, CK_ASYNC, proc, xargs, args, xres, res, &stat);
 	if (!call)
 		return stat == RPC_SYSTEMERROR ? -RPCRDMA_ERR_NOMEM : -RPCRDMA_ERR_INVAL;
 	call->cb = done;
 	call->cbctx = ctx;
+	call->fresh = 1;
 	pthread_mutex_lock(&ct->lock);
-	rc = start_call(ct, call);
-	if (!rc)
-		ct->async_pending++;
-	pthread_mutex_unlock(&ct->lock);
-	if (rc)
+	wait = ct->timeout_ms >= 0 ? ct->timeout_ms : DEF_TIMEOUT_MS;
+	call->deadline = rpcrdma__rpc_now() + (uint64_t)wait;
+	calls_add(ct, call);
+	ct->async_pending++;
+	if (conn_alive(ct))
+		submit_queued(ct, rpcrdma__rpc_now());
+	call->fresh = 0;
+	if (call->done && call->status && !call->ec) {
+		int rc = call->status;
+
+		calls_del(ct, call);
+		ct->async_pending--;
+		pthread_mutex_unlock(&ct->lock);
 		free_call(call);
-	return rc;
+		return rc;
+	}
+	pthread_mutex_unlock(&ct->lock);
+	return 0;
+}
+
+/* Asynchronous calls past their time fail with RPC_TIMEDOUT. */
+static void expire_async(struct rdma_clnt *ct, uint64_t now)
+{
+	struct ccall *c, *next;
+
+	for (c = ct->head; c; c = next) {
+		next = c->next;
+		if (c->kind != CK_ASYNC || c->done || now < c->deadline)
+			continue;
+		if (c->ec)
+			release_engine_call(c);
+		calls_del(ct, c);
+		ct->async_pending--;
+		fail_stat(ct, RPC_TIMEDOUT, 0);
+		c->cb(c->cbctx, RPC_TIMEDOUT);
+		free_call(c);
+	}
 }
 
 int rpcrdma_clnt_progress(CLIENT *cl, int timeout_ms)
 {
 	struct rdma_clnt *ct = (struct rdma_clnt *)cl->cl_private;
 	uint64_t deadline = rpcrdma__rpc_now() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	int left;
+	int left, none;
 
 	pthread_mutex_lock(&ct->lock);
-	do
-		drive(ct, timeout_ms > 0 ? WAIT_SLICE_MS : 0);
-	while (ct->async_pending && !ct->dead && rpcrdma__rpc_now() < deadline);
+	ct->nwaiters++;
+	do {
+		none = drive(ct, timeout_ms > 0 ? WAIT_SLICE_MS : 0,
+			     deadline > rpcrdma__rpc_now() ? deadline : rpcrdma__rpc_now() + 1);
+		expire_async(ct, rpcrdma__rpc_now());
+		if (none && ct->async_pending && rpcrdma__rpc_now() < deadline) {
+			pthread_mutex_unlock(&ct->lock);
+			pause_ms(WAIT_SLICE_MS);
+			pthread_mutex_lock(&ct->lock);
+		}
+	} while (ct->async_pending && rpcrdma__rpc_now() < deadline);
+	ct->nwaiters--;
+	if (!ct->nwaiters && background_calls(ct))
+		hk_wake(ct);
 	left = ct->async_pending;
 	pthread_mutex_unlock(&ct->lock);
 	return left;
@@ -606,75 +1310,52 @@ static void fill_defaults(struct rpcrdma_clnt_opts *o, const struct rpcrdma_clnt
 		o->connect_timeout_ms = DEF_CONNECT_MS;
 }
 
-static int make_engine(struct rdma_clnt *ct)
-{
-	const struct rpcrdma_prov_caps *caps = rpcrdma_prov_caps(ct->p);
-	struct rpcrdma_eng_upper up = { .ctx = ct, .call_done = on_call_done, .fatal = on_fatal };
-	struct rpcrdma_eng_config cfg;
-
-	rpcrdma_eng_config_default(&cfg, RPCRDMA_ENG_CLIENT);
-	cfg.inline_send = cfg.inline_recv = ct->opts.inline_size;
-	cfg.max_credits = ct->opts.max_credits;
-	cfg.sq_depth = caps->tx_depth < 1024 ? caps->tx_depth : 1024;
-	cfg.write_send_ordered = caps->write_send_ordered;
-	cfg.msgp_align = ct->opts.msgp_align;
-	cfg.msgp_thresh = ct->opts.msgp_thresh;
-	if (cfg.max_message < ct->opts.max_reply)
-		cfg.max_message = ct->opts.max_reply;
-	return rpcrdma_eng_create(&cfg, &up, &ct->eng);
-}
-
-static int connect_engine(struct rdma_clnt *ct, const char *host)
-{
-	struct rpcrdma_eng_lower lo;
-	uint8_t pd[RPCRDMA_PDATA_MAX];
-	const void *peer;
-	size_t plen;
-	int n, rc;
-
-	n = rpcrdma_eng_pdata(ct->eng, pd, sizeof(pd));
-	rc = rpcrdma_connect(ct->p, host, ct->opts.port, pd, (size_t)n,
-			     ct->opts.connect_timeout_ms, &ct->ep);
-	if (rc)
-		return rc;
-	peer = rpcrdma_ep_peer_pdata(ct->ep, &plen);
-	rpcrdma_eng_set_peer_pdata(ct->eng, peer, plen);
-	rpcrdma_eng_lower_ep(&lo, ct->p, ct->ep);
-	rc = rpcrdma_eng_start(ct->eng, &lo, rpcrdma__rpc_now());
-	ct->addrlen = sizeof(ct->addr);
-	if (rpcrdma_ep_peer_addr(ct->ep, &ct->addr, &ct->addrlen))
-		ct->addrlen = 0;
-	ct->svcaddr.buf = &ct->addr;
-	ct->svcaddr.len = ct->svcaddr.maxlen = (unsigned)ct->addrlen;
-	return rc;
-}
-
 /* RFC 5666 §6.2: ask the server what it takes; adopt its inline size for our calls. */
 static void negotiate(struct rdma_clnt *ct)
 {
 	struct rpcrdma_ccp_args a = { ct->opts.inline_size, ct->opts.inline_size, 0 };
 	struct rpcrdma_ccp_res r;
+	rpcprog_t prog = ct->prog;
+	rpcvers_t vers = ct->vers;
+	enum clnt_stat st;
 
 	memset(&r, 0, sizeof(r));
-	if (do_call(ct, RPCRDMA_CCP_PROG, RPCRDMA_CCP_VERS, RPCRDMA_CCP_PROC_CONF_RDMA,
-		    (xdrproc_t)rpcrdma__xdr_ccp_args, &a, (xdrproc_t)rpcrdma__xdr_ccp_res, &r,
-		    DEF_CONNECT_MS) != RPC_SUCCESS)
+	ct->prog = RPCRDMA_CCP_PROG;
+	ct->vers = RPCRDMA_CCP_VERS;
+	st = do_call(ct, RPCRDMA_CCP_PROC_CONF_RDMA, (xdrproc_t)rpcrdma__xdr_ccp_args, &a,
+		     (xdrproc_t)rpcrdma__xdr_ccp_res, &r, DEF_CONNECT_MS);
+	ct->prog = prog;
+	ct->vers = vers;
+	if (st != RPC_SUCCESS)
 		return;
+	pthread_mutex_lock(&ct->lock);
 	ct->ccp = r;
 	ct->ccp_done = 1;
-	rpcrdma_eng_set_inline_send(ct->eng, r.maxcall_sendsize);
+	if (ct->eng)
+		rpcrdma_eng_set_inline_send(ct->eng, r.maxcall_sendsize);
+	pthread_mutex_unlock(&ct->lock);
+}
+
+static int init_lock(struct rdma_clnt *ct)
+{
+	pthread_mutexattr_t ma;
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&ct->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	return pthread_cond_init(&ct->hk_cv, NULL);
 }
 
 CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 			 const struct rpcrdma_clnt_opts *opts)
 {
-	pthread_mutexattr_t ma;
 	struct rdma_clnt *ct;
 	char err[256];
 	int rc;
 
 	ct = calloc(1, sizeof(*ct));
-	if (!ct || !host) {
+	if (!ct || !host || !(ct->host = strdup(host))) {
 		free(ct);
 		create_error(RPC_SYSTEMERROR, host ? ENOMEM : EINVAL);
 		return NULL;
@@ -683,12 +1364,11 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 	ct->prog = prog;
 	ct->vers = vers;
 	ct->timeout_ms = -1;
+	ct->last_timeout_ms = DEF_TIMEOUT_MS;
+	ct->backoff_ms = BACKOFF_MIN_MS;
 	if (getrandom(&ct->xid, sizeof(ct->xid), 0) != sizeof(ct->xid))
 		ct->xid = (uint32_t)getpid() ^ (uint32_t)rpcrdma__rpc_now();
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(&ct->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
+	init_lock(ct);
 	rc = rpcrdma_prov_open(ct->opts.provider, &ct->p, err, sizeof(err));
 	if (rc) {
 		create_error(RPC_SYSTEMERROR, ENOENT);
@@ -699,11 +1379,13 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 		create_error(RPC_SYSTEMERROR, EINVAL);
 		goto out_prov;
 	}
-	rc = connect_engine(ct, host);
+	rc = connect_engine(ct, ct->opts.connect_timeout_ms);
 	if (rc) {
 		connect_error(rc);
 		goto out_eng;
 	}
+	ct->connects = 1;
+	ct->last_rx = rpcrdma__rpc_now();
 	ct->cl.cl_ops = &rdma_ops;
 	ct->cl.cl_private = ct;
 	ct->cl.cl_auth = authnone_create();
@@ -711,14 +1393,22 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 	ct->cl.cl_tp = "rdma";
 	if (ct->opts.use_ccp)
 		negotiate(ct);
+	if (ct->opts.keepalive_ms) {
+		pthread_mutex_lock(&ct->lock);
+		hk_wake(ct);
+		pthread_mutex_unlock(&ct->lock);
+	}
 	return &ct->cl;
 out_eng:
-	rpcrdma_ep_close(ct->ep);
+	if (ct->ep)
+		rpcrdma_ep_close(ct->ep);
 	rpcrdma_eng_destroy(ct->eng);
 out_prov:
 	rpcrdma_prov_close(ct->p);
 out_free:
+	pthread_cond_destroy(&ct->hk_cv);
 	pthread_mutex_destroy(&ct->lock);
+	free(ct->host);
 	free(ct);
 	return NULL;
 }

@@ -39,6 +39,10 @@ uint32_t rpcrdma__xdr_pos(struct rpcrdma__xdr *s);
 bool_t rpcrdma__xdr_ccp_args(XDR *x, struct rpcrdma_ccp_args *a);
 bool_t rpcrdma__xdr_ccp_res(XDR *x, struct rpcrdma_ccp_res *r);
 
+/* 1 when RPC bodies under this auth flavour are never checksummed or encrypted, so that
+ * DDP-eligible items may leave the stream (RFC 8166 §8.2.1). */
+int rpcrdma__flavor_allows_ddp(int flavor);
+
 /* Monotonic milliseconds. */
 uint64_t rpcrdma__rpc_now(void);
 

@@ -361,8 +361,8 @@ static bool_t conn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 	c->owned = 1;
 	c->owner = pthread_self();
 	drop_cur(c);
-	if (c->dead)
-		drop_all(c);
+	/* calls that arrived whole are served even once the connection is gone, as libtirpc
+	 * serves what a TCP connection delivered before its end; their replies go nowhere */
 	while (!got && (er = pop_ready(c)) != NULL)
 		got = take_call(c, er, msg);
 	if (!got)
@@ -487,7 +487,8 @@ static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *r
 	cfg.write_send_ordered = caps->write_send_ordered;
 	cfg.msgp_align = s->opts.msgp_align;
 	cfg.msgp_thresh = s->opts.msgp_thresh;
-	cfg.reply_read_chunks = (uint32_t)s->opts.reply_read_chunks;
+	cfg.reply_read_chunks = s->opts.reply_read_chunks < 0 ? RPCRDMA_RRC_NEVER :
+				s->opts.reply_read_chunks ? RPCRDMA_RRC_ALWAYS : RPCRDMA_RRC_AUTO;
 	cfg.pool = &s->pool;
 	rc = rpcrdma_eng_create(&cfg, &up, &c->eng);
 	if (rc) {

@@ -29,6 +29,7 @@ struct rig {
 	int nheld;
 	int replies_done, reply_status[8];
 	int requests;
+	uint32_t order[MAXQ];       /* XIDs of the requests, in the order handed up */
 	int bad_calls;              /* calls whose data did not verify at the server */
 	int inline_results;         /* reply with the data in the stream, not as an item */
 	/* client */
@@ -48,6 +49,8 @@ static void on_request(void *ctx, struct rpcrdma_eng_req *r)
 {
 	struct rig *g = ctx;
 
+	if (g->requests < MAXQ)
+		g->order[g->requests] = rpcrdma_eng_req_xid(r);
 	g->requests++;
 	if (g->hold && g->nheld < MAXQ) {
 		g->held[g->nheld++] = r;
@@ -1063,6 +1066,50 @@ static void test_server_silent_on_bad_error_or_done(void)
 	CHECK_EQ_U(x.st.sent[RPCRDMA_ERROR], 1);
 }
 
+/* Calls go up in the order they arrived even when the first has a read chunk still being
+ * pulled and the second is complete at once: the order a stream transport keeps. */
+static void test_server_calls_in_order(void)
+{
+	struct raw_rig x;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t n, item = 3000, src = 12 * RAW_SLOT;
+	uint64_t off;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	raw_post_recvs(&x.raw, 4);
+	n = raw_msg(m, 0x70, 1, 8, RPCRDMA_MSG, 1);      /* raises the grant to 8 */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(raw_poll(&x.raw, out, NULL) > 28);
+	/* call 0x71: its 3000-byte argument in a read chunk at position 44 */
+	fill_pattern(x.raw.mem + src, 0x71, item);
+	off = x.raw.mr->offset + src;
+	put32(m, 0x71);
+	put32(m + 4, 1);
+	put32(m + 8, 8);
+	put32(m + 12, RPCRDMA_MSG);
+	put32(m + 16, 1);
+	put32(m + 20, 44);
+	put32(m + 24, x.raw.mr->handle);
+	put32(m + 28, item);
+	put32(m + 32, (uint32_t)(off >> 32));
+	put32(m + 36, (uint32_t)off);
+	put32(m + 40, 0);
+	put32(m + 44, 0);
+	put32(m + 48, 0);
+	n = 52 + echo_call(m + 52, 0x71, x.raw.mem + src, item, 1, &(struct rpcrdma_ddp_item){ 0 });
+	raw_send(&x.raw, m, n);
+	n = raw_msg(m, 0x72, 1, 8, RPCRDMA_MSG, 1);      /* complete on arrival */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK_EQ_U(x.g.requests, 3);
+	CHECK_EQ_U(x.g.order[1], 0x71);
+	CHECK_EQ_U(x.g.order[2], 0x72);
+	CHECK_EQ_U(x.g.bad_calls, 0);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.rdma_reads, 1);
+}
+
 static void test_server_err_chunk(void)
 {
 	struct raw_rig x;
@@ -1517,6 +1564,101 @@ static void test_disconnect_fails_everything(void)
 }
 
 /* Abandoning calls: waiting, sent, completed. */
+/* Batched calls (no reply expected) hold their credits and memory until a reply to a
+ * later call shows the server took them, then complete with status 0. */
+static void test_batched_settled_by_later_reply(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs;
+	struct echo_slot *s, *b[3];
+	int i;
+
+	rig_up(&g, NULL);
+	s = start(&g, 16, 0, 0, 128, 0);       /* raises the grant above 1 */
+	pump(&g);
+	CHECK(s->done && s->status == 0);
+	g.hold = 1;
+	for (i = 0; i < 3; i++) {
+		b[i] = &g.slots[g.nslots++];
+		echo_slot_setup(b[i], 0x900u + (uint32_t)i, 6000, 1, 0, 128);  /* a read chunk */
+		b[i]->a.no_reply = 1;
+		CHECK_EQ_U(rpcrdma_eng_call(g.cl.eng, &b[i]->a, b[i], g.now, &b[i]->c), 0);
+	}
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 3);                /* the server pulled every argument */
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.credits_in_use, 3);
+	CHECK_EQ_U(cs.mrs_live, 5);            /* their read chunks stay exposed */
+	CHECK_EQ_U(g.completed, 1);
+	for (i = 0; i < g.nheld; i++)
+		rpcrdma_eng_req_drop(g.sv.eng, g.held[i]);   /* no reply, as batching wants */
+	g.nheld = 0;
+	g.hold = 0;
+	s = start(&g, 16, 0, 0, 128, 0);       /* answered: the server took all before it */
+	pump(&g);
+	CHECK(s->done && s->status == 0 && s->verified);
+	for (i = 0; i < 3; i++)
+		CHECK(b[i]->done && b[i]->status == 0);
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.credits_in_use, 0);
+	CHECK_EQ_U(cs.mrs_live, 2);
+	/* receives left by batched calls serve later calls: many rounds never run out */
+	for (i = 0; i < 40; i++) {
+		struct echo_slot *k = &g.slots[g.nslots++];
+
+		echo_slot_setup(k, 0xa00u + (uint32_t)i, 16, 0, 0, 128);
+		k->a.no_reply = 1;
+		g.hold = 1;
+		CHECK_EQ_U(rpcrdma_eng_call(g.cl.eng, &k->a, k, g.now, &k->c), 0);
+		pump(&g);
+		if (g.nheld)
+			rpcrdma_eng_req_drop(g.sv.eng, g.held[0]);
+		g.nheld = 0;
+		g.hold = 0;
+		s = start(&g, 16, 0, 0, 128, 0);
+		pump(&g);
+		CHECK(k->done && s->done && s->status == 0);
+		if (g.nslots > MAXQ - 4) {
+			free_slots(&g);
+			g.nslots = 0;
+		}
+	}
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK(cs.recvs_posted <= 4);
+	rig_down(&g);
+}
+
+/* Credits held by abandoned calls come back only with a new connection: once calls wait
+ * and every credit in use is such a one, the engine says it is starved. */
+static void test_starved_by_abandoned_calls(void)
+{
+	struct rig g;
+	struct echo_slot *s, *w;
+
+	rig_up(&g, NULL);
+	CHECK_EQ_U(rpcrdma_eng_credits_free(g.cl.eng), 1);   /* RFC 8166 §3.3.3 */
+	g.hold = 1;
+	s = start(&g, 100, 0, 0, 256, 0);
+	pump(&g);
+	CHECK_EQ_U(rpcrdma_eng_call_sent(s->c), 1);
+	CHECK_EQ_U(rpcrdma_eng_credits_free(g.cl.eng), 0);
+	w = start(&g, 100, 0, 0, 256, 0);      /* waits for the only credit */
+	CHECK_EQ_U(rpcrdma_eng_call_sent(w->c), 0);
+	CHECK_EQ_U(rpcrdma_eng_starved(g.cl.eng), 0);        /* s may still be answered */
+	rpcrdma_eng_call_free(s->c);           /* s times out: abandoned, credit kept */
+	s->c = NULL;
+	s->done = 1;
+	CHECK_EQ_U(rpcrdma_eng_starved(g.cl.eng), 1);
+	/* a late reply after all: the credit comes back and w goes */
+	g.hold = 0;
+	answer(&g, g.held[0]);
+	g.nheld = 0;
+	pump(&g);
+	CHECK_EQ_U(rpcrdma_eng_starved(g.cl.eng), 0);
+	CHECK(w->done && w->status == 0 && w->verified);
+	rig_down(&g);
+}
+
 static void test_call_abandon(void)
 {
 	struct rig g;
@@ -1877,6 +2019,7 @@ int main(void)
 	RUN(test_server_err_vers);
 	RUN(test_server_err_chunk);
 	RUN(test_server_silent_on_bad_error_or_done);
+	RUN(test_server_calls_in_order);
 	RUN(test_server_credit_overrun);
 	RUN(test_server_done_withheld);
 	RUN(test_client_credits_and_errors);
@@ -1885,6 +2028,8 @@ int main(void)
 	RUN(test_credit_pool);
 	RUN(test_disconnect_fails_everything);
 	RUN(test_call_abandon);
+	RUN(test_batched_settled_by_later_reply);
+	RUN(test_starved_by_abandoned_calls);
 	RUN(test_call_arg_checks);
 	RUN(test_reply_arg_checks);
 	RUN(test_no_pdata_1024);

@@ -50,7 +50,8 @@ struct rpcrdma_eng_config {
 	uint32_t max_credits;       /* client: credits asked for; server: per-connection cap */
 	uint32_t sq_depth;          /* operations the endpoint accepts at once (caps.tx_depth) */
 	uint32_t write_send_ordered;/* caps.write_send_ordered: a Send follows its Writes */
-	uint32_t max_message;       /* largest reassembled call or reply accepted */
+	uint32_t max_message;       /* largest reassembled message accepted from the peer: a
+				       call (server) or a reply (client) */
 	struct rpcrdma_limits limits; /* what a peer's header may contain */
 	uint32_t msgp_align;        /* nonzero (with msgp_thresh): send RDMA_MSGP (RFC 5666 §4.3) */
 	uint32_t msgp_thresh;
@@ -74,9 +75,10 @@ enum rpcrdma_rrc {
 	RPCRDMA_RRC_NEVER = 2,    /* never: such a reply is answered ERR_CHUNK */
 };
 
-/* Defaults: inline 4096 both ways, 32 credits, sq_depth 256, 64 MiB messages, default
- * limits, no MSGP, read chunks in replies to clients that take them (4 awaiting RDMA_DONE
- * at once), DONE deadline 5 s, credit wait 30 s, long calls in one position-zero chunk. */
+/* Defaults: inline 4096 both ways, 32 credits, sq_depth 256, calls up to 64 MiB (server)
+ * and replies up to 256 MiB (client), default limits, no MSGP, read chunks in replies to
+ * clients that take them (8 awaiting RDMA_DONE at once), DONE deadline 5 s, credit wait
+ * 30 s, long calls in one position-zero chunk. */
 RPCRDMA_API void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role);
 
 /* Lower face: the provider. ctx is passed back unchanged. */

@@ -28,6 +28,10 @@ struct rpcrdma_clnt_opts {
 	int connect_timeout_ms;    /* 0: 10 s */
 	int use_ccp;               /* call CONF_RDMA (RFC 5666 §6.2) at connect, adopt sizes */
 	uint32_t msgp_align, msgp_thresh;   /* send RDMA_MSGP (RFC 5666 §4.3); 0: never */
+	int keepalive_ms;          /* > 0: a NULL call when nothing was received this long; no
+				      answer as long again ends the connection. 0: off */
+	int no_reconnect;          /* 1: a lost connection fails every call from then on, as
+				      libtirpc's TCP client does; 0: reconnect and send again */
 };
 
 /* A CLIENT * for prog/vers at host (a name or address, IPv4 or IPv6) over RDMA. NULL
@@ -41,6 +45,8 @@ RPCRDMA_API CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t
 					  this thread makes */
 #define RPCRDMA_CLGET_STATS    0x7202  /* struct rpcrdma_eng_stats * */
 #define RPCRDMA_CLGET_CCP      0x7203  /* struct rpcrdma_ccp_res *: what CONF_RDMA gave */
+#define RPCRDMA_CLGET_CONNECTS 0x7204  /* uint64_t *: connections made so far (1 + the
+					  reconnections) */
 
 /* Caller buffers for the DDP-eligible results of one call, in result order: the data
  * lands there directly (RDMA Write) and xdr_rdma_ddp_bytes() hands it to the result
@@ -52,6 +58,11 @@ struct rpcrdma_ddp_bufs {
 		uint32_t cap;
 	} buf[RPCRDMA_DEF_LIST_CHUNKS];
 };
+
+/* Why the last call failed, in words, where clnt_sperror() cannot say it (e.g. a reply
+ * longer than the reply chunk offered, naming the option that raises it). "" if nothing
+ * more is known. */
+RPCRDMA_API const char *rpcrdma_clnt_errtext(CLIENT *cl);
 
 /* Asynchronous calls: many in flight from one thread. done runs from
  * rpcrdma_clnt_progress() (or another call's wait) with the call's status; args must stay
@@ -73,7 +84,10 @@ struct rpcrdma_svc_opts {
 	uint32_t recv_budget;      /* receive buffers for all connections; 0: 4096 */
 	int no_ccp;                /* do not answer CONF_RDMA */
 	uint32_t msgp_align, msgp_thresh;   /* send RDMA_MSGP replies; 0: never */
-	int reply_read_chunks;     /* RFC 5666 read chunks in replies (needs RDMA_DONE) */
+	int reply_read_chunks;     /* a reply longer than the reply chunk offered goes as RFC
+				      5666 read chunks (the client pulls it, then RDMA_DONE):
+				      0 to clients that say they take them (ours do), 1 to
+				      every client, -1 never (ERR_CHUNK, as RFC 8166) */
 	int dispatch_inline;       /* dispatch each request on the listener's progress thread
 				      as soon as it is ready (lowest latency): the program must
 				      accept dispatch on a library thread; svc_run() and

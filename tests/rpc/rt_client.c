@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt_common.h"
 
@@ -200,6 +201,146 @@ static void test_errors(CLIENT *cl, const char *t, const char *host, unsigned po
 	printf("%s timeout: %s\n", mode, clnt_sperrno(RPC_TIMEDOUT));
 }
 
+/* libtirpc leaves cl_auth to its owner: programs do auth_destroy(cl->cl_auth) then
+ * clnt_destroy(cl). Under ASan a transport that destroys it too would fail here. */
+static void test_auth_ownership(const char *t, const char *host, unsigned port)
+{
+	CLIENT *c = make(t, host, port, RT_PROG, RT_V1, 0);
+
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	c->cl_auth = authunix_create("owner", 11, 12, 0, NULL);
+	CHECK(raw_call(c, RT_NULL, 5000) == RPC_SUCCESS);
+	auth_destroy(c->cl_auth);
+	clnt_destroy(c);
+	c = make(t, host, port, RT_PROG, RT_V1, 0);
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	CHECK(raw_call(c, RT_NULL, 5000) == RPC_SUCCESS);
+	auth_destroy(c->cl_auth);      /* the default AUTH_NONE, destroyed by its owner */
+	clnt_destroy(c);
+	printf("%s auth ownership: the caller destroys cl_auth\n", mode);
+}
+
+/* One RT_LOG call: seq, and pad bytes that make the call long (over 4096 bytes it is a
+ * long call on RDMA). The arguments are freed at once: a zero-timeout call must keep
+ * what it needs. batched: no result procedure and no reply (libtirpc batching). */
+static enum clnt_stat log_call(CLIENT *c, unsigned seq, uint32_t padlen, struct timeval tv,
+			       int batched)
+{
+	rt_log_args a;
+	enum clnt_stat st;
+
+	a.seq = seq;
+	a.pad.rt_data_len = padlen;
+	a.pad.rt_data_val = malloc(padlen + 1);
+	rt_fill(a.pad.rt_data_val, seq, padlen);
+	st = clnt_call(c, batched ? RT_LOG_NOREPLY : RT_LOG, (xdrproc_t)xdr_rt_log_args,
+		       (caddr_t)&a, batched ? NULL : (xdrproc_t)(void (*)(void))xdr_void, NULL,
+		       tv);
+	memset(a.pad.rt_data_val, 0xee, padlen);
+	free(a.pad.rt_data_val);
+	return st;
+}
+
+/* The server's log holds first .. first + n - 1 in order (and is emptied). */
+static int log_is(CLIENT *c, unsigned first, unsigned n)
+{
+	rt_seqs seqs;
+	unsigned i;
+	int ok;
+
+	memset(&seqs, 0, sizeof(seqs));
+	ok = rt_getlog_1(NULL, &seqs, c) == RPC_SUCCESS && seqs.rt_seqs_len == n;
+	for (i = 0; ok && i < n; i++)
+		ok = seqs.rt_seqs_val[i] == first + i;
+	if (!ok) {
+		fprintf(stderr, "log: %u entries, want %u from %u:", seqs.rt_seqs_len, n, first);
+		for (i = 0; i < seqs.rt_seqs_len && i < 64; i++)
+			fprintf(stderr, " %u", seqs.rt_seqs_val[i]);
+		fprintf(stderr, "\n");
+	}
+	xdr_free((xdrproc_t)xdr_rt_seqs, (char *)&seqs);
+	return ok;
+}
+
+/* Empty the server's log. */
+static void log_clear(CLIENT *c)
+{
+	rt_seqs seqs;
+
+	memset(&seqs, 0, sizeof(seqs));
+	CHECK(rt_getlog_1(NULL, &seqs, c) == RPC_SUCCESS);
+	xdr_free((xdrproc_t)xdr_rt_seqs, (char *)&seqs);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* clnt_call with a zero timeout sends the call and returns at once: RPC_TIMEDOUT, or
+ * RPC_SUCCESS without a result procedure (batching); every such call is delivered, in
+ * order, short or long, many in a row, even with CLSET_TIMEOUT set. */
+static void test_zero_timeout(CLIENT *c)
+{
+	struct timeval zero = { 0, 0 }, set = tv(5000), back = tv(25000);
+	uint64_t t0;
+	int i, ok = 1;
+
+	log_clear(c);
+	for (i = 0; i < 20; i++)
+		ok &= log_call(c, 100u + (unsigned)i, i % 2 ? 8192 : 16, zero, 0) == RPC_TIMEDOUT;
+	CHECK(ok);
+	CHECK(log_is(c, 100, 20));
+	for (i = 0; i < 40; i++)
+		ok &= log_call(c, 200u + (unsigned)i, i % 3 ? 16 : 8192, zero, 1) == RPC_SUCCESS;
+	CHECK(ok);
+	CHECK(log_is(c, 200, 40));
+	clnt_control(c, CLSET_TIMEOUT, (char *)&set);
+	t0 = now_ms();
+	CHECK(log_call(c, 300, 16, zero, 0) == RPC_TIMEDOUT);
+	CHECK(now_ms() - t0 < 1000);
+	CHECK(log_is(c, 300, 1));
+	clnt_control(c, CLSET_TIMEOUT, (char *)&back);
+	printf("%s zero timeout: 20 calls and 40 batched delivered in order\n", mode);
+}
+
+/* Zero-timeout calls then nothing more on that client: they arrive while nobody waits on
+ * it. Over RDMA clnt_destroy() right after such calls loses none either; over TCP it may
+ * (the server's replies meet a closed socket, whose reset discards what the server had
+ * not read yet), so that part is checked on RDMA only. */
+static void test_zero_timeout_unattended(CLIENT *c, const char *t, const char *host,
+					 unsigned port)
+{
+	struct timeval zero = { 0, 0 };
+	struct timespec pause = { 0, 500 * 1000000 };
+	CLIENT *o = make(t, host, port, RT_PROG, RT_V1, 0);
+	int i;
+
+	CHECK(o != NULL);
+	if (!o)
+		return;
+	log_clear(c);
+	for (i = 0; i < 20; i++)
+		log_call(o, 400u + (unsigned)i, i % 2 ? 8192 : 16, zero, 0);
+	nanosleep(&pause, NULL);
+	CHECK(log_is(c, 400, 20));     /* asked on another connection */
+	for (i = 0; i < 20; i++)
+		log_call(o, 500u + (unsigned)i, i % 2 ? 16 : 8192, zero, 0);
+	clnt_destroy(o);
+	if (is_rdma(t))
+		CHECK(log_is(c, 500, 20));
+	else
+		log_clear(c);
+	printf("%s zero timeout, unattended: delivered\n", mode);
+}
+
 struct thr {
 	CLIENT *cl;
 	int id, bad;
@@ -366,6 +507,9 @@ int main(int argc, char **argv)
 		if (is_rdma(t))
 			test_placement(cl);
 		test_auth(cl, t);
+		test_auth_ownership(t, host, port);
+		test_zero_timeout(cl);
+		test_zero_timeout_unattended(cl, t, host, port);
 		test_errors(cl, t, host, port);
 		test_threads(cl);
 		if (is_rdma(t)) {

@@ -2,6 +2,7 @@
  * shm without) and over plain TCP, dispatched by svc_run() or by rpcrdma_svc_run() workers.
  * Usage: rt_server svc_run|workers [nobinding]. Prints "listening RDMA_TCP SHM TCP". */
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,57 @@ bool_t rt_noreply_1_svc(void *argp, void *result, struct svc_req *rq)
 	(void)result;
 	(void)rq;
 	return FALSE;
+}
+
+/* The log of RT_LOG calls, in the order the server took them (one client at a time). */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int *log_seqs;
+static unsigned int log_n, log_cap;
+
+static bool_t log_seq(const rt_log_args *a)
+{
+	pthread_mutex_lock(&log_lock);
+	if (log_n == log_cap) {
+		unsigned int *n = realloc(log_seqs, sizeof(*n) * (log_cap * 2 + 64));
+
+		if (n) {
+			log_seqs = n;
+			log_cap = log_cap * 2 + 64;
+		}
+	}
+	if (log_n < log_cap)
+		log_seqs[log_n++] = a->seq;
+	pthread_mutex_unlock(&log_lock);
+	return TRUE;
+}
+
+bool_t rt_log_1_svc(rt_log_args *a, void *result, struct svc_req *rq)
+{
+	(void)result;
+	(void)rq;
+	return log_seq(a);
+}
+
+bool_t rt_log_noreply_1_svc(rt_log_args *a, void *result, struct svc_req *rq)
+{
+	(void)result;
+	(void)rq;
+	log_seq(a);
+	return FALSE;   /* no reply: batching */
+}
+
+bool_t rt_getlog_1_svc(void *argp, rt_seqs *res, struct svc_req *rq)
+{
+	(void)argp;
+	(void)rq;
+	pthread_mutex_lock(&log_lock);
+	res->rt_seqs_len = log_n;
+	res->rt_seqs_val = malloc(sizeof(unsigned int) * (log_n + 1));
+	if (log_n)
+		memcpy(res->rt_seqs_val, log_seqs, sizeof(unsigned int) * log_n);
+	log_n = 0;
+	pthread_mutex_unlock(&log_lock);
+	return TRUE;
 }
 
 int rt_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xdr_result, caddr_t result)
