@@ -14,6 +14,7 @@
 #define DEF_DONE_TIMEOUT_MS 5000u
 #define DEF_CREDIT_TIMEOUT_MS 30000u
 #define DEF_DONE_PENDING 8u   /* long replies awaiting RDMA_DONE; each needs a receive */
+#define DEF_STALL_TIMEOUT_MS 15000u
 #define MAX_CREDITS 1024u
 #define SEND_SLACK 8u    /* Send buffers beyond the credit window: DONEs, errors */
 
@@ -59,6 +60,7 @@ void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role)
 	cfg->done_timeout_ms = DEF_DONE_TIMEOUT_MS;
 	cfg->max_done_pending = DEF_DONE_PENDING;
 	cfg->credit_timeout_ms = DEF_CREDIT_TIMEOUT_MS;
+	cfg->stall_timeout_ms = DEF_STALL_TIMEOUT_MS;
 }
 
 /* The request and reply objects hold header arrays sized by the defaults, so a
@@ -227,7 +229,8 @@ int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
 {
 	int rc;
 
-	(void)now_ms;
+	if (e)
+		e->now = now_ms;
 	if (!e || !lo || e->started || !lo->mr_reg || !lo->mr_dereg || !lo->post_recv ||
 	    !lo->post_send || !lo->post_read || !lo->post_write)
 		return -RPCRDMA_ERR_INVAL;
@@ -377,10 +380,12 @@ void rpcrdma__eng_stall(struct rpcrdma_eng *e, struct eng_task *t)
 		return;
 	t->queued = true;
 	t->next = NULL;
-	if (e->stall_tail)
+	if (e->stall_tail) {
 		e->stall_tail->next = t;
-	else
+	} else {
 		e->stall_head = t;
+		e->stall_since = e->now;
+	}
 	e->stall_tail = t;
 }
 
@@ -398,6 +403,7 @@ static void unstall_all(struct rpcrdma_eng *e, uint64_t now)
 				e->stall_tail = NULL;
 			t->queued = false;
 		}
+		e->stall_since = now;   /* work moves: the wait starts again */
 	}
 }
 
@@ -421,10 +427,13 @@ void rpcrdma__eng_unstall(struct rpcrdma_eng *e, struct eng_task *t)
 }
 
 
+static void repost_owed(struct rpcrdma_eng *e);
+
 static void pump(struct rpcrdma_eng *e, uint64_t now)
 {
 	if (e->dead)
 		return;
+	repost_owed(e);
 	unstall_all(e, now);
 	if (e->cfg.role == RPCRDMA_ENG_CLIENT && !e->dead)
 		rpcrdma__eng_client_pump(e, now);
@@ -483,9 +492,27 @@ static void repost(struct rpcrdma_eng *e)
 	rc = rpcrdma__eng_post_recv(e);
 	/* Gone: the provider reports DISCONNECT after the completions it has already
 	 * delivered (its contract), and messages received whole before it, such as the
-	 * rest of a batch of RDMA_DONEs, are still acted on until then. */
-	if (rc && rc != -RPCRDMA_ERR_DISCONN)
+	 * rest of a batch of RDMA_DONEs, are still acted on until then. A full queue: it is
+	 * posted on the next event, before anything is sent. */
+	if (rc == -RPCRDMA_ERR_AGAIN)
+		e->recvs_owed++;
+	else if (rc && rc != -RPCRDMA_ERR_DISCONN)
 		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_NO_RESOURCES);
+}
+
+static void repost_owed(struct rpcrdma_eng *e)
+{
+	while (e->recvs_owed && !e->dead) {
+		int rc = rpcrdma__eng_post_recv(e);
+
+		if (rc == -RPCRDMA_ERR_AGAIN)
+			return;
+		if (rc && rc != -RPCRDMA_ERR_DISCONN) {
+			rpcrdma__eng_fail(e, rc, RPCRDMA_EC_NO_RESOURCES);
+			return;
+		}
+		e->recvs_owed--;
+	}
 }
 
 static void on_recv(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrdma_cqe *c,
@@ -539,6 +566,7 @@ void rpcrdma_eng_on_cqe(struct rpcrdma_eng *e, const struct rpcrdma_cqe *c, uint
 
 	if (!e || !c)
 		return;
+	e->now = now;
 	if (c->op == RPCRDMA_OP_DISCONNECT) {
 		rpcrdma__eng_fail(e, -RPCRDMA_ERR_DISCONN, RPCRDMA_EC_DISCONNECT);
 		return;
@@ -573,6 +601,13 @@ uint64_t rpcrdma_eng_tick(struct rpcrdma_eng *e, uint64_t now)
 
 	if (!e || e->dead)
 		return UINT64_MAX;
+	e->now = now;
+	/* a peer that takes nothing for that long is as good as gone: bounded retries */
+	if (e->stall_head && e->cfg.stall_timeout_ms &&
+	    now - e->stall_since >= e->cfg.stall_timeout_ms) {
+		rpcrdma__eng_fail(e, -RPCRDMA_ERR_TIMEDOUT, RPCRDMA_EC_STALLED);
+		return UINT64_MAX;
+	}
 	if (e->cfg.role == RPCRDMA_ENG_CLIENT)
 		next = rpcrdma__eng_client_tick(e, now);
 	else
@@ -655,6 +690,7 @@ static const char *const ec_names[RPCRDMA_EC_COUNT] = {
 	[RPCRDMA_EC_UNEXPECTED] = "unexpected",
 	[RPCRDMA_EC_NO_RESOURCES] = "no_resources",
 	[RPCRDMA_EC_DISCONNECT] = "disconnect",
+	[RPCRDMA_EC_STALLED] = "stalled",
 };
 
 const char *rpcrdma_eng_errclass_name(uint32_t ec)

@@ -96,6 +96,38 @@ uint32_t rpcrdma__asm_p0_sges(const struct eng_asm *as, struct rpcrdma_mr *mr, u
 	return as->npieces;
 }
 
+uint32_t rpcrdma__asm_nreads(const struct eng_asm *as)
+{
+	return as->nchunks + (as->pos_zero ? 1u : 0u);
+}
+
+/* RDMA Read k of an assembly (k < rpcrdma__asm_nreads): the positioned chunks in order,
+ * then the position-zero one. Fills the local pieces (mr, dst: the assembly buffer) and
+ * the remote segments from the read list; returns the number of segments. */
+uint32_t rpcrdma__asm_read(const struct eng_asm *as, uint32_t k,
+			   const struct rpcrdma_read_segment *reads, struct rpcrdma_mr *mr,
+			   uint8_t *dst, struct rpcrdma_sge *sge, uint32_t *nsge,
+			   struct rpcrdma_segment *segs)
+{
+	uint32_t first, nsegs, j;
+
+	if (k == as->nchunks) {
+		first = as->p0_first;
+		nsegs = as->p0_nsegs;
+		*nsge = rpcrdma__asm_p0_sges(as, mr, dst, sge);
+	} else {
+		first = as->chunks[k].first;
+		nsegs = as->chunks[k].nsegs;
+		sge[0].mr = mr;
+		sge[0].addr = dst + as->chunks[k].dst;
+		sge[0].len = as->chunks[k].len;
+		*nsge = 1;
+	}
+	for (j = 0; j < nsegs; j++)
+		segs[j] = reads[first + j].seg;
+	return nsegs;
+}
+
 void rpcrdma__asm_zero_pads(const struct eng_asm *as, uint8_t *dst)
 {
 	uint32_t i;

@@ -304,6 +304,7 @@ int rpcrdma_eng_call(struct rpcrdma_eng *e, const struct rpcrdma_call_args *a, v
 		return -RPCRDMA_ERR_INVAL;
 	if (!e->started || e->dead)
 		return -RPCRDMA_ERR_DISCONN;
+	e->now = now;
 	rc = check_call_args(e, a);
 	if (rc)
 		return rc;
@@ -400,6 +401,8 @@ void rpcrdma__eng_client_pump(struct rpcrdma_eng *e, uint64_t now)
 		if ((needs_recv(e) && !e->rfree) || !e->sfree || !rpcrdma__eng_sq_room(e, 1))
 			return;
 		rc = send_call(e, c);
+		if (rc == -RPCRDMA_ERR_AGAIN)
+			return;   /* the provider's queue is full: tried again on the next event */
 		if (rc) {
 			rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
 			return;
@@ -461,48 +464,33 @@ static int take_write_list(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	return 0;
 }
 
-/* Post the RDMA Reads that pull a reply's read chunks into the assembly buffer. */
+/* Post the RDMA Reads that pull a reply's read chunks into the assembly buffer; those the
+ * provider cannot take yet wait (-RPCRDMA_ERR_AGAIN) and go later, in order. */
 static int post_reply_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 {
-	const struct rpcrdma_msg *m = &c->msg;
 	struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
 	struct rpcrdma_sge sge[ENG_MAX_ASM + 1];
-	uint32_t k, j, n = c->as.nchunks + (c->as.pos_zero ? 1u : 0u);
+	uint32_t n = rpcrdma__asm_nreads(&c->as), nsge, nsegs, j;
 	int rc;
 
-	if (!rpcrdma__eng_sq_room(e, n))
-		return -RPCRDMA_ERR_AGAIN;
-	if (c->as.pos_zero) {
-		uint32_t ns = rpcrdma__asm_p0_sges(&c->as, c->asm_mr, c->asm_buf, sge);
-
-		for (j = 0; j < c->as.p0_nsegs; j++)
-			segs[j] = m->reads[c->as.p0_first + j].seg;
+	while (c->reads_next < n) {
+		if (!rpcrdma__eng_sq_room(e, 1))
+			return -RPCRDMA_ERR_AGAIN;
+		nsegs = rpcrdma__asm_read(&c->as, c->reads_next, c->msg.reads, c->asm_mr,
+					  c->asm_buf, sge, &nsge, segs);
 		e->sq_used++;
-		rc = e->lo.post_read(e->lo.ctx, sge, ns, segs, c->as.p0_nsegs, &c->op);
-		if (rc)
-			goto out_undo;
+		rc = e->lo.post_read(e->lo.ctx, sge, nsge, segs, nsegs, &c->op);
+		if (rc) {
+			e->sq_used--;
+			return rc;
+		}
 		c->reads_pending++;
+		c->reads_next++;
+		e->st.rdma_reads++;
+		for (j = 0; j < nsegs; j++)
+			e->st.rdma_read_bytes += segs[j].length;
 	}
-	for (k = 0; k < c->as.nchunks; k++) {
-		const struct eng_asm_chunk *ch = &c->as.chunks[k];
-
-		sge[0].mr = c->asm_mr;
-		sge[0].addr = c->asm_buf + ch->dst;
-		sge[0].len = ch->len;
-		for (j = 0; j < ch->nsegs; j++)
-			segs[j] = m->reads[ch->first + j].seg;
-		e->sq_used++;
-		rc = e->lo.post_read(e->lo.ctx, sge, 1, segs, ch->nsegs, &c->op);
-		if (rc)
-			goto out_undo;
-		c->reads_pending++;
-		e->st.rdma_read_bytes += ch->len;
-	}
-	e->st.rdma_reads += n;
 	return 0;
-out_undo:
-	e->sq_used--;
-	return rc;
 }
 
 static int resume_reads(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
@@ -746,7 +734,9 @@ void rpcrdma__eng_client_read_done(struct rpcrdma_eng *e, struct rpcrdma_eng_cal
 		c->status = status;
 		rpcrdma__eng_count(e, RPCRDMA_EC_RDMA_FAILED);
 	}
-	if (c->reads_pending)
+	/* more to post (they wait for room) or to complete */
+	if (c->reads_pending || (c->state == CALL_READING &&
+				 c->reads_next < rpcrdma__asm_nreads(&c->as)))
 		return;
 	if (c->state != CALL_READING) {
 		/* completed meanwhile (disconnect); free it if abandoned */

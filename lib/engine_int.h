@@ -87,6 +87,7 @@ struct rpcrdma_eng_call {
 	uint8_t *p0_buf;               /* a long call with its items put back inline */
 	bool done_owed;                /* send RDMA_DONE once the reads are done */
 	uint32_t reads_pending;
+	uint32_t reads_next;           /* reply reads posted so far (the rest wait for room) */
 	uint64_t deadline;
 	struct rpcrdma_mr **mrs;       /* chunks of this call */
 	uint32_t nmrs, mrs_cap;
@@ -125,6 +126,8 @@ struct rpcrdma_eng_req {
 	bool outstanding;              /* counts against the client's grant */
 	bool dead;                     /* the connection is gone */
 	uint32_t ops_pending;          /* RDMA operations posted */
+	uint32_t reads_next;           /* call reads posted so far (the rest wait for room) */
+	uint32_t wr_next;              /* RDMA Writes of the reply posted so far */
 	uint32_t ops_failed;
 	bool send_posted;
 	bool reply_sent;               /* the Send completed */
@@ -182,6 +185,7 @@ struct rpcrdma_eng {
 	uint32_t nrbufs, nsbufs;
 	struct eng_buf *rfree, *sfree;
 	uint32_t recvs_posted;
+	uint32_t recvs_owed;           /* reposts the provider could not take yet */
 	uint32_t sq_used;
 	/* client */
 	uint32_t granted;
@@ -201,6 +205,8 @@ struct rpcrdma_eng {
 	struct rpcrdma__bufcache cache;
 	/* work waiting for resources */
 	struct eng_task *stall_head, *stall_tail;
+	uint64_t stall_since;          /* the head has waited since */
+	uint64_t now;                  /* the latest time the owner gave */
 };
 
 /* engine.c */
@@ -231,6 +237,11 @@ void rpcrdma__asm_copy_inline(const struct eng_asm *as, uint8_t *dst, const uint
 uint32_t rpcrdma__asm_p0_sges(const struct eng_asm *as, struct rpcrdma_mr *mr, uint8_t *dst,
 			      struct rpcrdma_sge *sge);
 void rpcrdma__asm_zero_pads(const struct eng_asm *as, uint8_t *dst);
+uint32_t rpcrdma__asm_nreads(const struct eng_asm *as);
+uint32_t rpcrdma__asm_read(const struct eng_asm *as, uint32_t k,
+			   const struct rpcrdma_read_segment *reads, struct rpcrdma_mr *mr,
+			   uint8_t *dst, struct rpcrdma_sge *sge, uint32_t *nsge,
+			   struct rpcrdma_segment *segs);
 void rpcrdma__fill_segments(struct rpcrdma_segment *out, const struct rpcrdma_write_chunk *c,
 			    uint64_t len);
 uint64_t rpcrdma__flatten(uint8_t *dst, const uint8_t *xdr, uint32_t xdr_len,

@@ -131,12 +131,16 @@ static int post_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 	return 0;
 }
 
+/* The reply's RDMA Writes not yet posted; any the provider cannot take yet wait. */
 static int post_writes(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 {
-	uint32_t i;
 	int rc;
 
-	for (i = 0; i < r->nwr; i++) {
+	while (r->wr_next < r->nwr) {
+		uint32_t i = r->wr_next;
+
+		if (!rpcrdma__eng_sq_room(e, 1))
+			return -RPCRDMA_ERR_AGAIN;
 		e->sq_used++;
 		rc = e->lo.post_write(e->lo.ctx, &r->wr[i].local, 1, r->wr[i].remote,
 				      r->wr[i].nremote, &r->op);
@@ -144,30 +148,32 @@ static int post_writes(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 			e->sq_used--;
 			return rc;
 		}
+		r->wr_next++;
 		r->ops_pending++;
 		e->st.rdma_writes++;
 		e->st.rdma_write_bytes += r->wr[i].local.len;
 	}
-	r->nwr = 0;
+	r->nwr = r->wr_next = 0;
 	return 0;
 }
 
 /* RDMA Writes, then the Send: posted together when the provider places Writes before a
- * later Send (RFC 5666 §2's ordering), else the Send waits for the Writes' completions. */
+ * later Send (RFC 5666 §2's ordering), else the Send waits for the Writes' completions.
+ * Resumable: whatever part went already does not go again. */
 static int transmit(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 {
-	bool ordered = e->cfg.write_send_ordered || r->nwr == 0;
-	uint32_t need = r->nwr + (ordered ? 1u : 0u);
 	int rc;
 
-	if (r->nwr == 0 && r->ops_pending)
-		return 0;    /* the Send waits for Writes already posted */
-	if (!rpcrdma__eng_sq_room(e, need) || (ordered && !e->sfree))
-		return -RPCRDMA_ERR_AGAIN;
+	if (r->send_posted || r->reply_sent)
+		return 0;
 	rc = post_writes(e, r);
-	if (!rc && ordered)
-		rc = post_send(e, r);
-	return rc;
+	if (rc)
+		return rc;
+	if (!e->cfg.write_send_ordered && r->ops_pending)
+		return 0;    /* the Send waits for Writes already posted */
+	if (!rpcrdma__eng_sq_room(e, 1) || !e->sfree)
+		return -RPCRDMA_ERR_AGAIN;
+	return post_send(e, r);
 }
 
 static int resume_transmit(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
@@ -189,7 +195,7 @@ static void prepare_error(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint
 	struct rpcrdma_msg *m = &r->out;
 
 	release_mrs(e, r);
-	r->nwr = 0;
+	r->nwr = r->wr_next = 0;
 	m->proc = RPCRDMA_ERROR;
 	m->err = code;
 	m->vers_low = m->vers_high = RPCRDMA_VERSION;
@@ -213,7 +219,7 @@ static void send_error(struct rpcrdma_eng *e, uint32_t xid, uint32_t code)
 	struct rpcrdma_msg_storage st;
 	struct rpcrdma_msg m;
 	struct eng_buf *b;
-	int n;
+	int n, rc;
 
 	if (!e->sfree || !rpcrdma__eng_sq_room(e, 1)) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
@@ -229,9 +235,13 @@ static void send_error(struct rpcrdma_eng *e, uint32_t xid, uint32_t code)
 	b = rpcrdma__eng_sbuf_get(e);
 	n = rpcrdma_encode(&m, b->mem, e->inline_send);
 	b->send_for = SEND_ERROR;
-	if (n < 0 || rpcrdma__eng_post_send(e, b, (uint32_t)n, RPCRDMA_ERROR)) {
+	rc = n < 0 ? n : rpcrdma__eng_post_send(e, b, (uint32_t)n, RPCRDMA_ERROR);
+	if (rc) {
 		rpcrdma__eng_sbuf_put(e, b);
-		rpcrdma__eng_fail(e, -RPCRDMA_ERR_IO, RPCRDMA_EC_DISCONNECT);
+		if (rc == -RPCRDMA_ERR_AGAIN)
+			rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);   /* dropped, counted */
+		else
+			rpcrdma__eng_fail(e, -RPCRDMA_ERR_IO, RPCRDMA_EC_DISCONNECT);
 		return;
 	}
 	rpcrdma__eng_count(e, code == RPCRDMA_WIRE_ERR_VERS ? RPCRDMA_EC_ERR_VERS_SENT :
@@ -276,44 +286,31 @@ static void keep_header(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	}
 }
 
+/* Post the RDMA Reads that pull the call's read chunks into place; those the provider
+ * cannot take yet wait and go later, in order. */
 static int post_call_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 {
 	struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
 	struct rpcrdma_sge sge[ENG_MAX_ASM + 1];
-	uint32_t k, j, n = r->as.nchunks + (r->as.pos_zero ? 1u : 0u);
+	uint32_t n = rpcrdma__asm_nreads(&r->as), nsge, nsegs, j;
 	int rc;
 
-	if (!rpcrdma__eng_sq_room(e, n))
-		return -RPCRDMA_ERR_AGAIN;
-	for (k = 0; k <= r->as.nchunks; k++) {
-		uint32_t first, nsegs, nsge;
-
-		if (k == r->as.nchunks) {
-			if (!r->as.pos_zero)
-				break;
-			first = r->as.p0_first;
-			nsegs = r->as.p0_nsegs;
-			nsge = rpcrdma__asm_p0_sges(&r->as, r->call_mr, r->call, sge);
-		} else {
-			first = r->as.chunks[k].first;
-			nsegs = r->as.chunks[k].nsegs;
-			sge[0].mr = r->call_mr;
-			sge[0].addr = r->call + r->as.chunks[k].dst;
-			sge[0].len = r->as.chunks[k].len;
-			nsge = 1;
-		}
-		for (j = 0; j < nsegs; j++) {
-			segs[j] = r->in.reads[first + j].seg;
-			e->st.rdma_read_bytes += segs[j].length;
-		}
+	while (r->reads_next < n) {
+		if (!rpcrdma__eng_sq_room(e, 1))
+			return -RPCRDMA_ERR_AGAIN;
+		nsegs = rpcrdma__asm_read(&r->as, r->reads_next, r->in.reads, r->call_mr, r->call,
+					  sge, &nsge, segs);
 		e->sq_used++;
 		rc = e->lo.post_read(e->lo.ctx, sge, nsge, segs, nsegs, &r->op);
 		if (rc) {
 			e->sq_used--;
 			return rc;
 		}
+		r->reads_next++;
 		r->ops_pending++;
 		e->st.rdma_reads++;
+		for (j = 0; j < nsegs; j++)
+			e->st.rdma_read_bytes += segs[j].length;
 	}
 	return 0;
 }
@@ -552,7 +549,8 @@ void rpcrdma__eng_server_rdma_done(struct rpcrdma_eng *e, struct rpcrdma_eng_req
 		return;
 	}
 	if (r->state == REQ_READING) {
-		reads_done(e, r);
+		if (r->reads_next == rpcrdma__asm_nreads(&r->as))
+			reads_done(e, r);   /* else the rest wait for room to be posted */
 		return;
 	}
 	if (r->state != REQ_SENDING)
@@ -856,7 +854,7 @@ static int plan_or_refuse(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, uint
 	*rc_out = rc;
 	if (rc == -RPCRDMA_ERR_AGAIN) {
 		release_mrs(e, r);
-		r->nwr = 0;
+		r->nwr = r->wr_next = 0;
 		return rc;
 	}
 	if (rc)
@@ -883,6 +881,7 @@ int rpcrdma_eng_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 
 	if (!e || !r || !a || r->state != REQ_UPPER)
 		return -RPCRDMA_ERR_INVAL;
+	e->now = now;
 	if (e->dead || r->dead) {
 		finish(e, r, -RPCRDMA_ERR_DISCONN);
 		return -RPCRDMA_ERR_DISCONN;

@@ -42,7 +42,9 @@
 #define TAG_CTRL 0x52504352434f4e4eull  /* "RPCRCONN" */
 #define CTRL_MAGIC 0x5252434du
 #define CTRL_NAME_MAX 96
-#define CTRL_MAX (8 + CTRL_NAME_MAX + RPCRDMA_PDATA_MAX)
+#define CTRL_F_PID 0x01u           /* the sender's process id follows the header */
+#define CTRL_MAX (12 + CTRL_NAME_MAX + RPCRDMA_PDATA_MAX)
+#define PEER_CHECK_MS 50           /* how often an emulated connection looks at its peer */
 #define CQ_BATCH 16
 #define DEPTH_CAP 1024u
 #define REJECT_MARK "RJCT"
@@ -110,6 +112,8 @@ struct fab_ep {
 	struct fab_op *ops;          /* outstanding */
 	uint32_t tx_used, rx_used;
 	int peer_gone;               /* RDM: DISCONNECT received, teardown pending */
+	int pidfd;                   /* RDM: the peer process, readable once it ended; or -1 */
+	int64_t peer_checked;        /* RDM: when pidfd was last looked at */
 	struct rpcrdma_cqe *stash;   /* completions found while not asked for them */
 	uint32_t stash_head, stash_n, stash_cap;
 	struct fab_ctrl ctrl;        /* RDM: control receive */
@@ -121,6 +125,8 @@ struct fab_listener {
 	struct fid_pep *pep;         /* MSG */
 	struct fid_eq *eq;           /* MSG */
 	struct fab_ep *lep;          /* RDM: the named endpoint */
+	int lockfd;                  /* RDM: holds the name while we live (shm_life.c) */
+	char name[40];               /* RDM */
 };
 
 struct fab_connreq {
@@ -129,6 +135,7 @@ struct fab_connreq {
 	struct fi_info *info;        /* MSG: from FI_CONNREQ */
 	char name[CTRL_NAME_MAX];    /* RDM: the client's endpoint name */
 	size_t name_len;
+	uint32_t pid;                /* RDM: the client's process, 0 if it did not say */
 };
 
 static const struct rpcrdma_prov_ops fab_ops;
@@ -275,6 +282,7 @@ static void piece_done(struct fab_ep *e, struct fab_piece *pc, int status, size_
 
 static void handle_ctrl(struct fab_ep *e, size_t len);
 static void lose_connection(struct fab_ep *e, struct sink *s);
+static void peer_check(struct fab_ep *e, struct sink *s);
 
 static void cq_error(struct fab_ep *e, struct sink *s)
 {
@@ -392,6 +400,7 @@ static struct fab_ep *ep_alloc(struct fab_prov *fp)
 	e->base.prov = &fp->base;
 	e->fp = fp;
 	e->epfd = -1;
+	e->pidfd = -1;
 	e->stash_cap = 4;
 	e->stash = calloc(e->stash_cap, sizeof(*e->stash));
 	if (!e->stash) {
@@ -421,6 +430,8 @@ static void ep_free(struct fab_ep *e)
 		fi_close(&e->eq->fid);
 	if (e->epfd >= 0)
 		close(e->epfd);
+	if (e->pidfd >= 0)
+		close(e->pidfd);
 	free(e->stash);
 	free(e);
 }
@@ -522,6 +533,7 @@ static int fab_wait(struct rpcrdma_ep *base, int timeout_ms)
 	for (;;) {
 		cq_drain(e, NULL);
 		eq_check(e, NULL);
+		peer_check(e, NULL);
 		if (e->stash_n)
 			return 0;
 		if (!e->ep)
@@ -539,6 +551,22 @@ static int fab_wait(struct rpcrdma_ep *base, int timeout_ms)
 	}
 }
 
+/* An emulated connection's peer that ended without a word (SIGKILL) is gone all the
+ * same: looked at every PEER_CHECK_MS while the endpoint is idle. */
+static void peer_check(struct fab_ep *e, struct sink *s)
+{
+	int64_t now;
+
+	if (e->pidfd < 0 || !e->ep)
+		return;
+	now = rpcrdma__now_ms();
+	if (now - e->peer_checked < PEER_CHECK_MS)
+		return;
+	e->peer_checked = now;
+	if (rpcrdma__pid_gone(e->pidfd))
+		lose_connection(e, s);
+}
+
 static int fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
@@ -549,6 +577,8 @@ static int fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 		cq_drain(e, &s);
 		if (s.n == 0)
 			eq_check(e, &s);
+		if (s.n == 0)
+			peer_check(e, &s);
 	}
 	return s.n;
 }
@@ -600,9 +630,10 @@ static struct fab_op *op_new(uint32_t opcode, uint32_t npieces, void *ctx)
 }
 
 /* Retry a post that found libfabric's queue full, driving progress meanwhile, for at
- * most POST_RETRY_MS: a peer that stops taking data must not hang the caller here.
- * After that rc is still -FI_EAGAIN, which reaches the caller as -RPCRDMA_ERR_AGAIN. */
-#define POST_RETRY_MS 2000
+ * most POST_RETRY_MS: a peer that stops taking data must not hold the caller (a server's
+ * progress thread serves every connection). After that rc is still -FI_EAGAIN, which
+ * reaches the caller as -RPCRDMA_ERR_AGAIN: the engine waits and tries again later. */
+#define POST_RETRY_MS 2
 #define POST_RETRY(e, rc, call)                                                     \
 	do {                                                                        \
 		int64_t until_ = rpcrdma__now_ms() + POST_RETRY_MS;                 \
@@ -1054,15 +1085,20 @@ static int msg_connect(struct fab_prov *fp, const char *host, uint16_t port, con
 
 struct ctrl_view {
 	uint32_t type;
+	uint32_t pid;
 	const uint8_t *name;
 	size_t name_len;
 	const uint8_t *pdata;
 	size_t pdata_len;
 };
 
+/* magic (4), type, name length, private data length, flags; with CTRL_F_PID the sender's
+ * process id (4, big-endian); the name; the private data */
 static size_t ctrl_encode(uint8_t *buf, uint32_t type, const void *name, size_t name_len,
 			  const void *pdata, size_t pdata_len)
 {
+	uint32_t pid = (uint32_t)getpid();
+
 	buf[0] = (uint8_t)(CTRL_MAGIC >> 24);
 	buf[1] = (uint8_t)(CTRL_MAGIC >> 16);
 	buf[2] = (uint8_t)(CTRL_MAGIC >> 8);
@@ -1070,12 +1106,16 @@ static size_t ctrl_encode(uint8_t *buf, uint32_t type, const void *name, size_t 
 	buf[4] = (uint8_t)type;
 	buf[5] = (uint8_t)name_len;
 	buf[6] = (uint8_t)pdata_len;
-	buf[7] = 0;
+	buf[7] = CTRL_F_PID;
+	buf[8] = (uint8_t)(pid >> 24);
+	buf[9] = (uint8_t)(pid >> 16);
+	buf[10] = (uint8_t)(pid >> 8);
+	buf[11] = (uint8_t)pid;
 	if (name_len)
-		memcpy(buf + 8, name, name_len);
+		memcpy(buf + 12, name, name_len);
 	if (pdata_len)
-		memcpy(buf + 8 + name_len, pdata, pdata_len);
-	return 8 + name_len + pdata_len;
+		memcpy(buf + 12 + name_len, pdata, pdata_len);
+	return 12 + name_len + pdata_len;
 }
 
 /* Control messages come from peers we do not trust more than any other: checked. */
@@ -1084,14 +1124,18 @@ static int ctrl_decode(const uint8_t *buf, size_t len, struct ctrl_view *v)
 	if (len < 8 || buf[0] != (uint8_t)(CTRL_MAGIC >> 24) || buf[1] != (uint8_t)(CTRL_MAGIC >> 16) ||
 	    buf[2] != (uint8_t)(CTRL_MAGIC >> 8) || buf[3] != (uint8_t)CTRL_MAGIC)
 		return -1;
+	size_t hdr = buf[7] & CTRL_F_PID ? 12 : 8;
+
 	v->type = buf[4];
 	v->name_len = buf[5];
 	v->pdata_len = buf[6];
 	if (v->name_len > CTRL_NAME_MAX || v->pdata_len > RPCRDMA_PDATA_MAX ||
-	    8 + v->name_len + v->pdata_len > len)
+	    hdr + v->name_len + v->pdata_len > len)
 		return -1;
-	v->name = buf + 8;
-	v->pdata = buf + 8 + v->name_len;
+	v->pid = hdr == 12 ? (uint32_t)buf[8] << 24 | (uint32_t)buf[9] << 16 |
+			     (uint32_t)buf[10] << 8 | buf[11] : 0;
+	v->name = buf + hdr;
+	v->pdata = buf + hdr + v->name_len;
 	return 0;
 }
 
@@ -1195,27 +1239,45 @@ static void rdm_listener_name(uint16_t port, char *buf, size_t len)
 	snprintf(buf, len, "fi_shm://rpcrdma_%u", port);
 }
 
-static int rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l)
+/* The named endpoint for port p, its name claimed first (a live listener keeps it; a
+ * dead one's region is removed: shm_life.c). */
+static int rdm_listen_on(struct fab_prov *fp, uint16_t p, struct fab_listener *l)
 {
 	struct fi_info *info;
-	char name[40];
+	int rc;
+
+	rdm_listener_name(p, l->name, sizeof(l->name));
+	rc = rpcrdma__shm_name_claim(l->name, &l->lockfd);
+	if (rc)
+		return rc;
+	info = fi_dupinfo(fp->info);
+	if (!info)
+		rc = -RPCRDMA_ERR_NOMEM;
+	else
+		rc = ep_open(fp, info, l->name, &l->lep);
+	fi_freeinfo(info);
+	if (rc) {
+		rpcrdma__shm_name_release(l->name, l->lockfd);
+		l->lockfd = -1;
+	}
+	return rc == -RPCRDMA_ERR_IO ? -RPCRDMA_ERR_ADDR : rc;
+}
+
+static int rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l)
+{
 	int rc = 0, tries;
 
+	rpcrdma__shm_reap();
 	for (tries = 0; tries < 32; tries++) {
 		uint16_t p = port ? port : (uint16_t)(49152 + rpcrdma__key_new(&fp->keys) % 16384);
 
-		rdm_listener_name(p, name, sizeof(name));
-		info = fi_dupinfo(fp->info);
-		if (!info)
-			return -RPCRDMA_ERR_NOMEM;
-		rc = ep_open(fp, info, name, &l->lep);
-		fi_freeinfo(info);
+		rc = rdm_listen_on(fp, p, l);
 		if (!rc) {
 			l->base.port = p;
 			break;
 		}
 		if (port)
-			return rc == -RPCRDMA_ERR_IO ? -RPCRDMA_ERR_ADDR : rc;
+			return rc;
 	}
 	if (rc)
 		return rc;
@@ -1259,6 +1321,7 @@ static int rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r
 		return rc;
 	memcpy(r->name, v.name, v.name_len);
 	r->name_len = v.name_len;
+	r->pid = v.pid;
 	copy_pdata(r->base.pdata, &r->base.pdata_len, v.pdata, v.pdata_len);
 	ctrl_post_recv(l->lep);
 	return 0;
@@ -1297,6 +1360,7 @@ static int rdm_accept(struct fab_connreq *r, const void *pdata, size_t len, int 
 			ep_free(e);
 		return rc;
 	}
+	e->pidfd = rpcrdma__pid_watch(r->pid);
 	e->base.connected = 1;
 	*out = e;
 	return 0;
@@ -1317,8 +1381,10 @@ static int rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, si
 	struct ctrl_view v;
 	fi_addr_t listener;
 	char name[40];
-	int rc = rdm_new_ep(fp, &e);
+	int rc;
 
+	rpcrdma__shm_reap();
+	rc = rdm_new_ep(fp, &e);
 	if (rc)
 		return rc;
 	rdm_listener_name(port, name, sizeof(name));
@@ -1338,6 +1404,7 @@ static int rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, si
 		return rc;
 	}
 	copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, v.pdata, v.pdata_len);
+	e->pidfd = rpcrdma__pid_watch(v.pid);
 	ctrl_post_recv(e);
 	e->base.connected = 1;
 	*out = e;
@@ -1357,6 +1424,7 @@ static int fab_listen(struct rpcrdma_prov *p, const char *host, uint16_t port,
 		return -RPCRDMA_ERR_NOMEM;
 	l->base.prov = p;
 	l->fp = fp;
+	l->lockfd = -1;
 	rc = fp->rdm ? rdm_listen(fp, port, l) : msg_listen(fp, host, port, l);
 	if (rc) {
 		fab_ops.listener_close(&l->base);
@@ -1406,6 +1474,7 @@ static void fab_listener_close(struct rpcrdma_listener *base)
 		fi_close(&l->eq->fid);
 	if (l->lep)
 		ep_free(l->lep);
+	rpcrdma__shm_name_release(l->name, l->lockfd);
 	free(l);
 }
 

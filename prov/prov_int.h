@@ -90,6 +90,13 @@ int rpcrdma__prov_fabric_open(const char *name, struct rpcrdma_prov **out, char 
 int rpcrdma__prov_fabric_probe(struct rpcrdma_prov_caps *out, int max);
 int rpcrdma__prov_mock_open(struct rpcrdma_prov **out);
 
+/* shm_life.c: emulated connections over shm survive killed processes. */
+int rpcrdma__shm_name_claim(const char *name, int *lockfd);
+void rpcrdma__shm_name_release(const char *name, int lockfd);
+void rpcrdma__shm_reap(void);
+int rpcrdma__pid_watch(uint32_t pid);
+int rpcrdma__pid_gone(int pidfd);
+
 /* Monotonic milliseconds, for timeouts in the I/O layers. */
 int64_t rpcrdma__now_ms(void);
 

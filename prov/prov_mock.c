@@ -265,10 +265,16 @@ static int count_post(struct mock_ep *e)
 {
 	struct mock_prov *mp = e->mp;
 
+	uint64_t n;
+
 	if (e->state != ST_CONNECTED)
 		return -RPCRDMA_ERR_DISCONN;
-	if (++mp->stats.posts == mp->faults.disconnect_at_post)
+	n = ++mp->stats.posts;
+	if (n == mp->faults.disconnect_at_post)
 		return 1;  /* accepted, then the connection breaks */
+	if (mp->faults.again_at_post && n >= mp->faults.again_at_post &&
+	    n < (uint64_t)mp->faults.again_at_post + (mp->faults.again_count ? mp->faults.again_count : 1))
+		return -RPCRDMA_ERR_AGAIN;   /* queue full: not taken, try again later */
 	return 0;
 }
 

@@ -885,6 +885,21 @@ int rpcrdma_svc_totals(SVCXPRT *listener, struct rpcrdma_eng_stats *out)
 	return 0;
 }
 
+uint32_t rpcrdma_svc_getxid(SVCXPRT *xprt)
+{
+	struct sconn *c;
+	uint32_t xid = 0;
+
+	if (!xprt || xprt->xp_ops != &conn_ops)
+		return 0;
+	c = conn_of(xprt);
+	pthread_mutex_lock(&c->srv->lock);
+	if (c->cur)
+		xid = rpcrdma_eng_req_xid(c->cur);
+	pthread_mutex_unlock(&c->srv->lock);
+	return xid;
+}
+
 uint16_t svc_rdma_port(SVCXPRT *listener)
 {
 	return listener ? listener->xp_port : 0;

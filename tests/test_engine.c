@@ -186,6 +186,13 @@ static void pump(struct rig *g)
 				rpcrdma_eng_on_cqe(g->sv.eng, &c[i], g->now);
 			moved += n > 0;
 		}
+		if (!moved) {
+			/* the owner's loop ticks: work that waited for room is tried again */
+			if (g->cl.eng)
+				rpcrdma_eng_tick(g->cl.eng, g->now);
+			if (g->sv.eng)
+				rpcrdma_eng_tick(g->sv.eng, g->now);
+		}
 		quiet = moved ? 0 : quiet + 1;
 	}
 }
@@ -1628,6 +1635,41 @@ static void test_batched_settled_by_later_reply(void)
 	rig_down(&g);
 }
 
+/* A peer that takes nothing (its queue stays full) holds work back only so long: after
+ * stall_timeout_ms the connection is closed and counted, never retried forever. */
+static void test_stall_timeout(void)
+{
+	struct rpcrdma_mock_faults f;
+	struct rpcrdma_eng_stats cs, ss;
+	struct echo_slot *s;
+	struct rig g;
+
+	memset(&f, 0, sizeof(f));
+	rig_up_with(&g, NULL, &f);
+	g.hold = 1;
+	s = start(&g, 100, 0, 0, 256, 0);
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 1);
+	f.again_at_post = 1;            /* from now on every post finds the queue full */
+	f.again_count = 1000000;
+	CHECK_EQ_U(rpcrdma_mock_set_faults(g.p, &f), 0);
+	g.hold = 0;
+	answer(&g, g.held[0]);
+	g.nheld = 0;
+	pump(&g);
+	CHECK(!s->done);
+	g.now += 14000;
+	pump(&g);
+	CHECK_EQ_U(g.sv.fatal, 0);      /* still within its time */
+	g.now += 2000;
+	pump(&g);
+	CHECK_EQ_U(g.sv.fatal, 1);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_STALLED], 1);
+	rig_down(&g);
+	CHECK(s->done);
+}
+
 /* Credits held by abandoned calls come back only with a new connection: once calls wait
  * and every credit in use is such a one, the engine says it is starved. */
 static void test_starved_by_abandoned_calls(void)
@@ -1801,9 +1843,13 @@ static void fault_sweep(int kind, cfg_fn cfg)
 		else if (kind == 2) {
 			f.corrupt_recv = (uint32_t)(step % 12 + 1);
 			f.corrupt_offset = (uint32_t)(step / 12 * 4 + (step % 5) * 4);
-		} else {
+		} else if (kind == 3) {
 			f.delay_completion = (uint32_t)step;
 			f.delay_polls = 3;
+		} else {
+			/* no queue is full before anything was posted: from the second post */
+			f.again_at_post = (uint32_t)step + 1;
+			f.again_count = (uint32_t)(step % 4 + 1);
 		}
 		rig_up_with(&g, cfg, &f);
 		full_exchange(&g, 3);
@@ -1816,8 +1862,10 @@ static void fault_sweep(int kind, cfg_fn cfg)
 				total_err++;
 			}
 		}
-		if (kind == 3)
+		if (kind >= 3)
 			CHECK_EQ_U(done, g.nslots);
+		if (kind == 4)   /* a full queue is no failure: everything completes */
+			CHECK_EQ_U(total_err, 0);
 		/* a corrupt message may leave a call waiting for a reply that never comes:
 		 * the connection's end completes it */
 		rig_down(&g);
@@ -1825,7 +1873,7 @@ static void fault_sweep(int kind, cfg_fn cfg)
 			CHECK(g.slots[i].done);
 	}
 	printf("  fault kind %d: %d calls ok, %d failed\n", kind, total_ok, total_err);
-	CHECK(total_err > 0 || kind == 3);
+	CHECK(total_err > 0 || kind >= 3);   /* delays and full queues fail nothing */
 	CHECK(total_ok > 0);
 }
 
@@ -1833,6 +1881,8 @@ static void test_fault_fail_completion(void) { fault_sweep(0, NULL); }
 static void test_fault_disconnect_at_post(void) { fault_sweep(1, NULL); }
 static void test_fault_corrupt(void) { fault_sweep(2, NULL); }
 static void test_fault_delay(void) { fault_sweep(3, NULL); }
+static void test_fault_queue_full(void) { fault_sweep(4, NULL); }
+static void test_fault_queue_full_rrc(void) { fault_sweep(4, rrc_cfg); }
 static void test_fault_rrc(void)
 {
 	int k;
@@ -2028,6 +2078,7 @@ int main(void)
 	RUN(test_credit_pool);
 	RUN(test_disconnect_fails_everything);
 	RUN(test_call_abandon);
+	RUN(test_stall_timeout);
 	RUN(test_batched_settled_by_later_reply);
 	RUN(test_starved_by_abandoned_calls);
 	RUN(test_call_arg_checks);
@@ -2041,6 +2092,8 @@ int main(void)
 	RUN(test_fault_disconnect_at_post);
 	RUN(test_fault_corrupt);
 	RUN(test_fault_delay);
+	RUN(test_fault_queue_full);
+	RUN(test_fault_queue_full_rrc);
 	RUN(test_fault_rrc);
 	HARNESS_END();
 }

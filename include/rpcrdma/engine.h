@@ -61,6 +61,8 @@ struct rpcrdma_eng_config {
 	uint32_t done_timeout_ms;   /* server: release read chunks of a reply without RDMA_DONE */
 	uint32_t max_done_pending;  /* server: replies awaiting RDMA_DONE at once (more wait) */
 	uint32_t credit_timeout_ms; /* client: a call waits this long for a credit, then fails */
+	uint32_t stall_timeout_ms;  /* work the provider takes none of for this long (a peer
+				       that stopped taking data) breaks the connection; 0: never */
 	uint32_t combine_p0;        /* client: a long call keeps its DDP items as read chunks
 				       beside the position-zero chunk; 0 (default): they go
 				       inline in it, the one form Linux servers take */
@@ -78,7 +80,7 @@ enum rpcrdma_rrc {
 /* Defaults: inline 4096 both ways, 32 credits, sq_depth 256, calls up to 64 MiB (server)
  * and replies up to 256 MiB (client), default limits, no MSGP, read chunks in replies to
  * clients that take them (8 awaiting RDMA_DONE at once), DONE deadline 5 s, credit wait
- * 30 s, long calls in one position-zero chunk. */
+ * 30 s, 15 s without progress ends a connection, long calls in one position-zero chunk. */
 RPCRDMA_API void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role);
 
 /* Lower face: the provider. ctx is passed back unchanged. */
@@ -277,6 +279,7 @@ enum rpcrdma_eng_errclass {
 	RPCRDMA_EC_UNEXPECTED,       /* message of a kind this side does not take */
 	RPCRDMA_EC_NO_RESOURCES,     /* registration or allocation failed */
 	RPCRDMA_EC_DISCONNECT,
+	RPCRDMA_EC_STALLED,          /* nothing could be posted for stall_timeout_ms */
 	RPCRDMA_EC_COUNT
 };
 

@@ -31,6 +31,9 @@ struct rpcrdma_mock_faults {
 	uint32_t corrupt_recv;      /* the Nth message received gets a byte flipped ... */
 	uint32_t corrupt_offset;    /* ... at this offset (clamped to the message) */
 	uint32_t rnr_wait;          /* 1: a Send waits for a receive instead of failing */
+	uint32_t again_at_post;     /* from the Nth post on, ... */
+	uint32_t again_count;       /* ... this many (0: 1) return -RPCRDMA_ERR_AGAIN: the
+				       queue is full, nothing is posted, try again later */
 };
 
 struct rpcrdma_mock_stats {

@@ -107,6 +107,10 @@ RPCRDMA_API int rpcrdma_svc_stats(SVCXPRT *listener, rpcrdma_svc_stats_fn fn, vo
 /* Sums over every connection the listener has had, open or closed (counters added; the
  * credit and threshold fields are the largest seen). */
 RPCRDMA_API int rpcrdma_svc_totals(SVCXPRT *listener, struct rpcrdma_eng_stats *out);
+/* The XID of the call being dispatched on this connection (0 if none, or not an RDMA
+ * transport): what a duplicate request cache needs, since a client sends a call again
+ * with the same XID after a reconnection (RFC 8166 §4.5). */
+RPCRDMA_API uint32_t rpcrdma_svc_getxid(SVCXPRT *xprt);
 /* The port the listener got. */
 RPCRDMA_API uint16_t svc_rdma_port(SVCXPRT *listener);
 /* Dispatch requests of every RDMA connection with nthreads worker threads (<= 1: this

@@ -1,9 +1,11 @@
 /* The RPC layer's test client: rpcgen stubs (rpcgen -M) through a CLIENT * over RDMA
  * (libfabric tcp or shm) or plain TCP, every result checked.
  *
- * Usage: rt_client rdma-tcp|rdma-shm|tcp HOST PORT [nobinding|gone|ccp-off]
+ * Usage: rt_client rdma-tcp|rdma-shm|tcp HOST PORT
+ *            [nobinding|foreign|gone|noreconnect|restart [SECONDS]]
  * Prints a line per outcome (compared across transports by the test script) and
  * "N passed, N failed". */
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 
 static int passed, failed;
 static const char *mode = "";
+static struct rpcrdma_clnt_opts base_opts;   /* what make() starts from */
 
 #define CHECK(c)                                                                         \
 	do {                                                                             \
@@ -45,7 +48,7 @@ static CLIENT *make(const char *t, const char *host, unsigned port, rpcprog_t pr
 		sin.sin_addr.s_addr = htonl(0x7f000001);
 		return clnttcp_create(&sin, prog, vers, &sock, 0, 0);
 	}
-	memset(&o, 0, sizeof(o));
+	o = base_opts;
 	o.provider = t + 5;
 	o.port = (uint16_t)port;
 	o.use_ccp = ccp;
@@ -443,10 +446,12 @@ static void test_ccp(const char *t, const char *host, unsigned port)
 	clnt_destroy(cl);
 }
 
-/* No binding: a long call (RDMA_NOMSG) and a long reply (reply chunk) still work. */
+/* No binding: a long call (RDMA_NOMSG) and a long reply (reply chunk) still work, and so
+ * do replies longer than the reply chunk offered (1 MiB by default): the server sends them
+ * as read chunks, the client pulls them and answers RDMA_DONE (RFC 5666 §3.5). */
 static void test_long_without_binding(CLIENT *cl)
 {
-	struct rpcrdma_eng_stats st;
+	struct rpcrdma_eng_stats st, st2;
 	int ok;
 
 	CHECK(echo(cl, 11, 512u << 10, ~0u, NULL, 0, &ok) == RPC_SUCCESS);
@@ -454,7 +459,87 @@ static void test_long_without_binding(CLIENT *cl)
 	CHECK(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&st));
 	CHECK(st.long_calls >= 1 && st.long_replies >= 1);
 	CHECK(st.write_chunks == 0);
-	printf("%s long call and reply without binding: ok\n", mode);
+	CHECK(echo(cl, 12, 16, 3u << 20, NULL, 0, &ok) == RPC_SUCCESS);
+	CHECK(ok);
+	CHECK(echo(cl, 13, 3u << 20, ~0u, NULL, 0, &ok) == RPC_SUCCESS);
+	CHECK(ok);
+	CHECK(echo(cl, 14, 16, RT_MAX, NULL, 0, &ok) == RPC_SUCCESS);   /* 64 MiB */
+	CHECK(ok);
+	CHECK(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&st2));
+	CHECK(st2.sent[RPCRDMA_DONE] - st.sent[RPCRDMA_DONE] == 3);
+	CHECK(st2.rdma_read_bytes - st.rdma_read_bytes > (64u << 20) + (6u << 20));
+	printf("%s long call and reply without binding: ok, up to 64 MiB\n", mode);
+}
+
+/* A server that never sends read chunks in replies (as RFC 8166 servers): a reply longer
+ * than the reply chunk fails with a clear status and text, and a larger max_reply fixes
+ * it. */
+static void test_reply_too_long_foreign(const char *t, const char *host, unsigned port,
+					CLIENT *cl)
+{
+	struct rpc_err e;
+	CLIENT *big;
+	int ok;
+
+	CHECK(echo(cl, 21, 16, 3u << 20, NULL, 0, &ok) == RPC_CANTRECV);
+	clnt_geterr(cl, &e);
+	CHECK(e.re_errno == EMSGSIZE);
+	CHECK(strstr(rpcrdma_clnt_errtext(cl), "max_reply") != NULL);
+	printf("%s 3 MiB reply from an RFC 8166 server: %s (%s)\n", mode,
+	       clnt_sperror(cl, "echo"), rpcrdma_clnt_errtext(cl));
+	CHECK(echo(cl, 22, 16, 100, NULL, 0, &ok) == RPC_SUCCESS && ok);   /* goes on */
+	base_opts.max_reply = 4u << 20;
+	big = make(t, host, port, RT_PROG, RT_V1, 0);
+	base_opts.max_reply = 0;
+	CHECK(big != NULL);
+	if (!big)
+		return;
+	CHECK(echo(big, 23, 16, 3u << 20, NULL, 0, &ok) == RPC_SUCCESS && ok);
+	clnt_destroy(big);
+}
+
+/* Calls in a loop for `secs` seconds while the test kills the server (SIGKILL) and starts
+ * it again on the same port: no call may return a wrong result, and the calls made after
+ * the restart succeed. Half of them sleep 200 ms at the server, so that some are in flight
+ * when it dies and are sent again (same XID) to the new one. */
+static int run_restart(CLIENT *c, int secs)
+{
+	uint64_t end = now_ms() + (uint64_t)secs * 1000u;
+	unsigned ok = 0, bad = 0, wrong = 0, streak = 0, i;
+	uint64_t connects = 0;
+	int good;
+
+	for (i = 0; now_ms() < end; i++) {
+		enum clnt_stat st;
+
+		if (i % 2) {
+			u_int ms = 200;
+
+			st = clnt_call(c, RT_SLEEP, (xdrproc_t)xdr_u_int, (char *)&ms,
+				       (xdrproc_t)(void (*)(void))xdr_void, NULL, tv(5000));
+			good = 1;
+		} else {
+			st = echo(c, 7000 + i, (i * 7919u) % 200000, ~0u, NULL, 0, &good);
+		}
+		if (st == RPC_SUCCESS && good) {
+			ok++;
+			streak++;
+		} else if (st == RPC_SUCCESS) {
+			wrong++;
+			streak = 0;
+		} else {
+			bad++;
+			streak = 0;
+			fprintf(stderr, "restart: %s\n", clnt_sperror(c, "call"));
+		}
+	}
+	clnt_control(c, RPCRDMA_CLGET_CONNECTS, (char *)&connects);
+	printf("%s restart: %u ok, %u failed, %u wrong, last %u ok, %llu connections\n", mode,
+	       ok, bad, wrong, streak, (unsigned long long)connects);
+	CHECK(wrong == 0);
+	CHECK(streak >= 5);
+	CHECK(connects >= 2);
+	return failed != 0;
 }
 
 int main(int argc, char **argv)
@@ -472,12 +557,26 @@ int main(int argc, char **argv)
 	port = (unsigned)atoi(argv[3]);
 	flag = argc > 4 ? argv[4] : "";
 	mode = t;
-	if (strcmp(flag, "nobinding"))
+	if (strcmp(flag, "nobinding") && strcmp(flag, "foreign"))
 		rpcrdma_ulb_register(&rt_ulb);
+	if (!strcmp(flag, "noreconnect"))
+		base_opts.no_reconnect = 1;
 	cl = make(t, host, port, RT_PROG, RT_V1, 0);
-	if (!strcmp(flag, "gone")) {
+	if (!strcmp(flag, "restart")) {
+		if (!cl) {
+			clnt_pcreateerror("rt_client");
+			return 1;
+		}
+		printf("ready\n");
+		fflush(stdout);
+		failed = run_restart(cl, argc > 5 ? atoi(argv[5]) : 6);
+		clnt_destroy(cl);
+		return failed;
+	}
+	if (!strcmp(flag, "gone") || !strcmp(flag, "noreconnect")) {
 		/* connected, then the server goes away (the script kills it when we say ready
-		 * and tells us on stdin): the next call fails as over TCP */
+		 * and tells us on stdin): the next call fails; with no_reconnect the client
+		 * stays failed, as libtirpc's TCP client does */
 		char line[16];
 		enum clnt_stat st;
 
@@ -502,6 +601,8 @@ int main(int argc, char **argv)
 	if (!strcmp(flag, "nobinding")) {
 		if (is_rdma(t))
 			test_long_without_binding(cl);
+	} else if (!strcmp(flag, "foreign")) {
+		test_reply_too_long_foreign(t, host, port, cl);
 	} else {
 		test_sizes(cl);
 		if (is_rdma(t))

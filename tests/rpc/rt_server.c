@@ -78,12 +78,23 @@ bool_t rt_garbage_1_svc(rt_echo_args *a, void *result, struct svc_req *rq)
 	return TRUE;
 }
 
+/* Options after the mode: nobinding (no DDP binding), norrc (never send read chunks in
+ * replies, as an RFC 8166 server), ports=RDMA_TCP,SHM (fixed ports, for restarts), xids
+ * (print the XID of each RT_SLEEP call as it is dispatched). */
+static struct srv_opts {
+	int workers, nobinding, norrc, xids;
+	unsigned rport, sport;
+} so;
+
 bool_t rt_sleep_1_svc(u_int *ms, void *result, struct svc_req *rq)
 {
 	struct timespec ts = { *ms / 1000, (long)(*ms % 1000) * 1000000 };
 
 	(void)result;
-	(void)rq;
+	if (so.xids) {
+		printf("xid %08x sleep %u\n", rpcrdma_svc_getxid(rq->rq_xprt), *ms);
+		fflush(stdout);
+	}
 	nanosleep(&ts, NULL);
 	return TRUE;
 }
@@ -154,20 +165,40 @@ int rt_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xdr_result, caddr_t result)
 	return 1;
 }
 
+
+static void parse(int argc, char **argv)
+{
+	int i;
+
+	so.workers = argc > 1 && !strcmp(argv[1], "workers");
+	for (i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "nobinding"))
+			so.nobinding = 1;
+		else if (!strcmp(argv[i], "norrc"))
+			so.norrc = 1;
+		else if (!strcmp(argv[i], "xids"))
+			so.xids = 1;
+		else if (!strncmp(argv[i], "ports=", 6))
+			sscanf(argv[i] + 6, "%u,%u", &so.rport, &so.sport);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct rpcrdma_svc_opts o;
 	SVCXPRT *rt, *rs, *tcp;
-	int workers = argc > 1 && !strcmp(argv[1], "workers");
 
-	if (!(argc > 2 && !strcmp(argv[2], "nobinding")))
+	parse(argc, argv);
+	if (!so.nobinding)
 		rpcrdma_ulb_register(&rt_ulb);
 	memset(&o, 0, sizeof(o));
-	o.port = (uint16_t)RPCRDMA_PORT_ANY;
+	o.port = so.rport ? (uint16_t)so.rport : (uint16_t)RPCRDMA_PORT_ANY;
 	o.host = "127.0.0.1";
+	o.reply_read_chunks = so.norrc ? -1 : 0;
 	rt = svc_rdma_create(&o);
 	o.provider = "shm";
 	o.no_ccp = 1;
+	o.port = so.sport ? (uint16_t)so.sport : (uint16_t)RPCRDMA_PORT_ANY;
 	rs = svc_rdma_create(&o);
 	tcp = svctcp_create(RPC_ANYSOCK, 0, 0);
 	if (!rt || !rs || !tcp) {
@@ -183,7 +214,7 @@ int main(int argc, char **argv)
 	}
 	printf("listening %u %u %u\n", svc_rdma_port(rt), svc_rdma_port(rs), tcp->xp_port);
 	fflush(stdout);
-	if (workers) {
+	if (so.workers) {
 		/* RDMA requests by 4 workers, TCP by svc_run in another thread is not needed
 		 * here: the TCP checks run against the svc_run server */
 		rpcrdma_svc_run(4);

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # The RPC layer end to end: rt_server (RDMA over libfabric tcp and shm, and plain TCP) and
 # rt_client over each transport; the outcomes printed over RDMA must be those over TCP.
+# Then, over RDMA/tcp and RDMA/shm: calls without a binding (replies up to 64 MiB), an
+# RFC 8166-style server (no read chunks in replies), the server killed under a client (with
+# and without reconnection), and the server killed and restarted under a client calling
+# in a loop (no wrong result, calls sent again with their XIDs, calls after the restart
+# succeed).
 # Usage: test_rpc.sh SERVER CLIENT svc_run|workers
 set -u
 SERVER=$1
@@ -12,6 +17,12 @@ PEER_LIB_TMP=1
 run_server() {
 	start_server "$out/server" "$SERVER" "$MODE" "$@"
 	read -r rport sport tport <<<"$port"
+}
+
+stop_server() {
+	kill "$spid"
+	wait "$spid" 2>/dev/null
+	spid=
 }
 
 rc=0
@@ -31,23 +42,67 @@ if [ "$MODE" = svc_run ]; then
 		diff "$out/b" "$out/a" || { echo "outcomes differ: $tr vs tcp"; rc=1; }
 	done
 fi
-kill "$spid"; wait "$spid" 2>/dev/null; spid=
-# without a binding: long calls and replies still work
+stop_server
+
+# without a binding: long calls and replies still work, replies beyond the reply chunk too
 run_server nobinding
-echo "== rdma-tcp nobinding"
-timeout 120 "$CLIENT" rdma-tcp 127.0.0.1 "$rport" nobinding || rc=1
-kill "$spid"; wait "$spid" 2>/dev/null; spid=
+for t in rdma-tcp:$rport rdma-shm:$sport; do
+	echo "== ${t%%:*} nobinding"
+	timeout 300 "$CLIENT" "${t%%:*}" 127.0.0.1 "${t##*:}" nobinding || rc=1
+done
+stop_server
+
+# a server that never sends read chunks in replies, as RFC 8166 servers
+run_server nobinding norrc
+for t in rdma-tcp:$rport rdma-shm:$sport; do
+	echo "== ${t%%:*} foreign"
+	timeout 120 "$CLIENT" "${t%%:*}" 127.0.0.1 "${t##*:}" foreign || rc=1
+done
+stop_server
+
 # the server goes away under a connected client
-echo "== server gone"
-run_server
-mkfifo "$out/go"
-timeout 60 "$CLIENT" rdma-tcp 127.0.0.1 "$rport" gone <"$out/go" >"$out/gone" &
-cpid=$!
-exec 3>"$out/go"
-for _ in $(seq 100); do grep -q ready "$out/gone" && break; sleep 0.1; done
-kill -9 "$spid"; wait "$spid" 2>/dev/null; spid=
-echo go >&3
-exec 3>&-
-wait "$cpid" || rc=1
-cat "$out/gone"
+for flag in gone noreconnect; do
+	echo "== server gone ($flag)"
+	run_server
+	rm -f "$out/go"
+	mkfifo "$out/go"
+	timeout 60 "$CLIENT" rdma-tcp 127.0.0.1 "$rport" "$flag" <"$out/go" >"$out/gone" &
+	cpid=$!
+	exec 3>"$out/go"
+	for _ in $(seq 100); do grep -q ready "$out/gone" && break; sleep 0.1; done
+	kill -9 "$spid"; wait "$spid" 2>/dev/null; spid=
+	echo go >&3
+	exec 3>&-
+	wait "$cpid" || rc=1
+	cat "$out/gone"
+done
+
+# killed and started again on the same port while a client calls in a loop
+for tr in rdma-tcp rdma-shm; do
+	echo "== $tr restart"
+	run_server xids
+	p=$rport
+	[ "$tr" = rdma-shm ] && p=$sport
+	timeout 120 "$CLIENT" "$tr" 127.0.0.1 "$p" restart 6 >"$out/restart" 2>&1 &
+	cpid=$!
+	for _ in $(seq 100); do grep -q ready "$out/restart" && break; sleep 0.1; done
+	sleep 1
+	# kill it while a 200 ms call is being served: that call must be sent again
+	n=$(grep -c '^xid' "$out/server")
+	for _ in $(seq 200); do [ "$(grep -c '^xid' "$out/server")" -gt "$n" ] && break; sleep 0.01; done
+	kill -9 "$spid"; wait "$spid" 2>/dev/null; spid=
+	mv "$out/server" "$out/server.1"
+	sleep 0.5
+	start_server "$out/server" "$SERVER" "$MODE" xids "ports=$rport,$sport"
+	wait "$cpid" || rc=1
+	cat "$out/restart"
+	last=$(grep '^xid' "$out/server.1" | tail -n 1 | cut -d' ' -f2)
+	if grep -q "^xid $last " "$out/server"; then
+		echo "the call in flight (xid $last) reached the new server with its XID"
+	else
+		echo "FAIL: xid $last, in flight at the kill, never reached the new server"
+		rc=1
+	fi
+	stop_server
+done
 exit $rc

@@ -1,0 +1,156 @@
+/* What libfabric's shm provider leaves to us for the connections we emulate on it
+ * (prov_fabric.c): a process killed with SIGKILL says nothing to its peers and leaves its
+ * shared-memory regions behind in /dev/shm.
+ *
+ * - A listener owns its fixed name ("rpcrdma_<port>") through a lock file that the kernel
+ *   releases when the process dies however it dies; a region of that name without a live
+ *   owner is stale and is removed, so a restarted server gets its port back.
+ * - Regions of dead processes are removed (ours only: same user, a name that starts
+ *   with a process id that no longer exists), so killed clients do not fill /dev/shm.
+ * - Each side learns the other's process id when the connection is made and watches it
+ *   with a pidfd, which becomes readable when that process ends: that is the disconnect
+ *   a killed peer never sends. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prov_int.h"
+
+#define SHM_DIR "/dev/shm"
+
+/* The file of a region named `name` (libfabric drops its "fi_shm://" prefix); names
+ * come from readdir() or our own listeners, so they fit. */
+static void region_path(const char *name, const char *suffix, char *buf, size_t len)
+{
+	const char *base = strncmp(name, "fi_shm://", 9) ? name : name + 9;
+
+	if ((size_t)snprintf(buf, len, SHM_DIR "/%.255s%.8s", base, suffix) >= len)
+		buf[0] = '\0';
+}
+
+int rpcrdma__shm_name_claim(const char *name, int *lockfd)
+{
+	char lock[300], region[300];
+	int fd;
+
+	region_path(name, ".lock", lock, sizeof(lock));
+	region_path(name, "", region, sizeof(region));
+	fd = open(lock, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -RPCRDMA_ERR_ADDR;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		close(fd);
+		return -RPCRDMA_ERR_ADDR;   /* a live listener has it */
+	}
+	/* no live owner: whatever region has the name was left by a dead one */
+	if (unlink(region) && errno != ENOENT) {
+		close(fd);
+		return -RPCRDMA_ERR_ADDR;
+	}
+	*lockfd = fd;
+	return 0;
+}
+
+void rpcrdma__shm_name_release(const char *name, int lockfd)
+{
+	char lock[300];
+
+	if (lockfd < 0)
+		return;
+	region_path(name, ".lock", lock, sizeof(lock));
+	unlink(lock);
+	close(lockfd);
+}
+
+/* "<pid>:<n>:<n>": a region libfabric named after the process that made it. */
+static pid_t region_pid(const char *name)
+{
+	char *end;
+	long pid = strtol(name, &end, 10);
+
+	if (end == name || *end != ':' || pid <= 0 || pid > 0x7fffffff)
+		return 0;
+	return (pid_t)pid;
+}
+
+static int process_gone(pid_t pid)
+{
+	return kill(pid, 0) && errno == ESRCH;
+}
+
+/* A listener region ("rpcrdma_<port>"), or its lock file, whose lock nobody holds. A lock
+ * file is left for a while: a listener may be just about to take it. */
+static int listener_orphaned(const char *name, const struct stat *st)
+{
+	const char *dot = strchr(name, '.');
+	char lock[300];
+	int fd, orphan;
+
+	if (strncmp(name, "rpcrdma_", 8) || (dot && strcmp(dot, ".lock")))
+		return 0;
+	if (dot && time(NULL) - st->st_mtime < 10)
+		return 0;
+	if (dot)
+		snprintf(lock, sizeof(lock), SHM_DIR "/%.255s", name);
+	else
+		region_path(name, ".lock", lock, sizeof(lock));
+	fd = open(lock, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	orphan = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	close(fd);   /* releases the lock if we took it */
+	return orphan;
+}
+
+void rpcrdma__shm_reap(void)
+{
+	DIR *d = opendir(SHM_DIR);
+	struct dirent *de;
+	uid_t me = geteuid();
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char path[300];   /* SHM_DIR, '/', a name of up to 255 bytes */
+		struct stat st;
+		pid_t pid = region_pid(de->d_name);
+
+		if (!pid && strncmp(de->d_name, "rpcrdma_", 8))
+			continue;
+		snprintf(path, sizeof(path), SHM_DIR "/%s", de->d_name);
+		if (lstat(path, &st) || !S_ISREG(st.st_mode) || st.st_uid != me)
+			continue;
+		if ((pid && pid != getpid() && process_gone(pid)) ||
+		    (!pid && listener_orphaned(de->d_name, &st)))
+			unlink(path);
+	}
+	closedir(d);
+}
+
+int rpcrdma__pid_watch(uint32_t pid)
+{
+#ifdef SYS_pidfd_open
+	if (pid && (pid_t)pid != getpid())
+		return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#else
+	(void)pid;
+#endif
+	return -1;
+}
+
+int rpcrdma__pid_gone(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return pidfd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
