@@ -123,6 +123,15 @@ int rpcrdma_listener_fd(const struct rpcrdma_listener *l)
 	return l ? l->prov->ops->listener_fd(l) : -1;
 }
 
+int rpcrdma_listener_addr(const struct rpcrdma_listener *l, void *addr, size_t *len)
+{
+	if (!l || !addr || !len)
+		return -RPCRDMA_ERR_INVAL;
+	if (!l->prov->ops->listener_addr)
+		return -RPCRDMA_ERR_NOPROV;
+	return l->prov->ops->listener_addr(l, addr, len);
+}
+
 int rpcrdma_listener_get(struct rpcrdma_listener *l, int timeout_ms, struct rpcrdma_connreq **req)
 {
 	if (!l || !req)

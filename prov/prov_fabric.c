@@ -1444,6 +1444,15 @@ static int fab_listener_fd(const struct rpcrdma_listener *base)
 	return -1;
 }
 
+static int fab_listener_addr(const struct rpcrdma_listener *base, void *addr, size_t *len)
+{
+	const struct fab_listener *l = (const struct fab_listener *)base;
+
+	if (!l->pep || fi_getname(&l->pep->fid, addr, len))
+		return -RPCRDMA_ERR_NOPROV;
+	return 0;
+}
+
 static int fab_listener_get(struct rpcrdma_listener *base, int timeout_ms,
 			    struct rpcrdma_connreq **out)
 {
@@ -1565,6 +1574,7 @@ static const struct rpcrdma_prov_ops fab_ops = {
 	.listen = fab_listen,
 	.listener_get = fab_listener_get,
 	.listener_fd = fab_listener_fd,
+	.listener_addr = fab_listener_addr,
 	.listener_close = fab_listener_close,
 	.accept = fab_accept,
 	.reject = fab_reject,

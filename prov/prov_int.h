@@ -30,6 +30,8 @@ struct rpcrdma_prov_ops {
 	int (*poll)(struct rpcrdma_ep *ep, struct rpcrdma_cqe *out, int max);
 	int (*wait)(struct rpcrdma_ep *ep, int timeout_ms);
 	int (*ep_fd)(const struct rpcrdma_ep *ep);
+	/* optional: the address a listener is bound to */
+	int (*listener_addr)(const struct rpcrdma_listener *l, void *addr, size_t *len);
 	/* optional: the peer's network address */
 	int (*peer_addr)(struct rpcrdma_ep *ep, void *addr, size_t *len);
 	/* optional: the endpoint's own and its peer's provider names (sockaddrs for MSG

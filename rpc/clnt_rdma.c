@@ -1297,9 +1297,7 @@ static void fill_defaults(struct rpcrdma_clnt_opts *o, const struct rpcrdma_clnt
 	if (in)
 		*o = *in;
 	if (!o->provider)
-		o->provider = "tcp";
-	if (!o->port)
-		o->port = RPCRDMA_PORT;
+		o->provider = rpcrdma__env_provider();
 	if (!o->inline_size)
 		o->inline_size = 4096;
 	if (!o->max_credits)
@@ -1334,6 +1332,22 @@ static void negotiate(struct rdma_clnt *ct)
 	if (ct->eng)
 		rpcrdma_eng_set_inline_send(ct->eng, r.maxcall_sendsize);
 	pthread_mutex_unlock(&ct->lock);
+}
+
+/* No port given: $RPCRDMA_PORT, else what the host's rpcbind has for netid rdma/rdma6
+ * (network providers only), else the NFS/RDMA port. */
+static uint16_t find_port(const struct rdma_clnt *ct, const char *host)
+{
+	uint32_t env;
+	uint16_t port;
+	int ms = ct->opts.connect_timeout_ms < 2000 ? ct->opts.connect_timeout_ms : 2000;
+
+	if (rpcrdma__env_port(&env) && env)
+		return (uint16_t)env;
+	if (rpcrdma_prov_caps(ct->p)->ep_type == RPCRDMA_EP_MSG &&
+	    rpcrdma__rpcb_lookup(host, ct->prog, ct->vers, ms, &port) == 0)
+		return port;
+	return RPCRDMA_PORT;
 }
 
 static int init_lock(struct rdma_clnt *ct)
@@ -1374,6 +1388,8 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 		create_error(RPC_SYSTEMERROR, ENOENT);
 		goto out_free;
 	}
+	if (!ct->opts.port)
+		ct->opts.port = find_port(ct, host);
 	rc = make_engine(ct);
 	if (rc) {
 		create_error(RPC_SYSTEMERROR, EINVAL);

@@ -43,6 +43,17 @@ bool_t rpcrdma__xdr_ccp_res(XDR *x, struct rpcrdma_ccp_res *r);
  * DDP-eligible items may leave the stream (RFC 8166 §8.2.1). */
 int rpcrdma__flavor_allows_ddp(int flavor);
 
+/* rpcb_rdma.c: registration of RDMA listeners with rpcbind, and the client's lookup. */
+void rpcrdma__rpcb_listener_add(const void *key, uint16_t port, const void *addr, size_t len,
+				int dual);
+void rpcrdma__rpcb_listener_remove(const void *key);
+int rpcrdma__rpcb_lookup(const char *host, rpcprog_t prog, rpcvers_t vers, int timeout_ms,
+			 uint16_t *port);
+
+/* The environment's defaults (RPCRDMA_PROVIDER, RPCRDMA_PORT) for options left unset. */
+const char *rpcrdma__env_provider(void);
+int rpcrdma__env_port(uint32_t *port);
+
 /* Monotonic milliseconds. */
 uint64_t rpcrdma__rpc_now(void);
 

@@ -62,6 +62,7 @@ struct srv {
 	struct rpcrdma_prov *p;
 	struct rpcrdma_listener *l;
 	struct rpcrdma_credit_pool pool;
+	struct sockaddr_storage laddr;   /* bound address (xp_ltaddr of all its transports) */
 	pthread_mutex_t lock;
 	pthread_t thread;
 	int stop;
@@ -267,7 +268,7 @@ static void answer_ccp(struct sconn *c, struct rpc_msg *call)
 	} else {
 		r.maxcall_sendsize = a.maxcall_sendsize < inl ? a.maxcall_sendsize : inl;
 		r.align = c->srv->opts.msgp_align;
-		r.maxrdmaread = a.maxrdmaread;
+		r.maxrdmaread = rpcrdma_eng_max_reads(c->eng);   /* ours, not the client's */
 		reply.acpted_rply.ar_stat = SUCCESS;
 		reply.acpted_rply.ar_results.where = (caddr_t)&r;
 		reply.acpted_rply.ar_results.proc = (xdrproc_t)rpcrdma__xdr_ccp_res;
@@ -517,6 +518,7 @@ static void conn_addresses(struct sconn *c)
 	c->xprt.xp_rtaddr.buf = &c->peer;
 	c->xprt.xp_rtaddr.len = c->xprt.xp_rtaddr.maxlen = (unsigned)len;
 	c->xprt.xp_netid = len && c->peer.ss_family == AF_INET6 ? "rdma6" : "rdma";
+	c->xprt.xp_ltaddr = c->srv->xprt.xp_ltaddr;
 }
 
 /* A connection's eventfd is never closed while the listener lives: svc_run() polls a copy
@@ -751,6 +753,7 @@ static void lst_destroy(SVCXPRT *xprt)
 	struct sconn *c;
 
 	srv_unlink(s);
+	rpcrdma__rpcb_listener_remove(s);
 	xprt_unregister(xprt);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(s->thread, NULL);
@@ -787,7 +790,7 @@ static void svc_defaults(struct rpcrdma_svc_opts *o, const struct rpcrdma_svc_op
 	if (in)
 		*o = *in;
 	if (!o->provider)
-		o->provider = "tcp";
+		o->provider = rpcrdma__env_provider();
 	if (!o->inline_size)
 		o->inline_size = DEF_INLINE;
 	if (!o->max_credits)
@@ -796,22 +799,62 @@ static void svc_defaults(struct rpcrdma_svc_opts *o, const struct rpcrdma_svc_op
 		o->recv_budget = DEF_RECV_BUDGET;
 }
 
+/* The port asked for: the options', else RPCRDMA_PORT from the environment (0: any),
+ * else the NFS/RDMA port. Returns what rpcrdma_listen() takes (0: any). */
+static uint16_t listen_port(const struct rpcrdma_svc_opts *opts)
+{
+	uint32_t env;
+
+	if (opts && opts->port)
+		return opts->port == (uint16_t)RPCRDMA_PORT_ANY ? 0 : opts->port;
+	if (rpcrdma__env_port(&env))
+		return (uint16_t)env;
+	return RPCRDMA_PORT;
+}
+
+/* With no host, every address of both families: "::" takes IPv4 too (v4-mapped), where
+ * the host has IPv6; else all IPv4 addresses. Sets *dual for the first. */
+static int listen_any(struct srv *s, uint16_t port, int *dual)
+{
+	*dual = 0;
+	if (s->opts.host)
+		return rpcrdma_listen(s->p, s->opts.host, port, &s->l);
+	if (rpcrdma_prov_caps(s->p)->ep_type == RPCRDMA_EP_MSG &&
+	    rpcrdma_listen(s->p, "::", port, &s->l) == 0) {
+		*dual = 1;
+		return 0;
+	}
+	return rpcrdma_listen(s->p, NULL, port, &s->l);
+}
+
+/* The listener's address, netid (RFC 5666 §12) and rpcbind registration, for providers
+ * with network addresses. */
+static void listener_addresses(struct srv *s, int dual)
+{
+	size_t len = sizeof(s->laddr);
+
+	if (rpcrdma_listener_addr(s->l, &s->laddr, &len))
+		return;
+	s->xprt.xp_ltaddr.buf = &s->laddr;
+	s->xprt.xp_ltaddr.len = s->xprt.xp_ltaddr.maxlen = (unsigned)len;
+	s->xprt.xp_netid = s->laddr.ss_family == AF_INET6 ? "rdma6" : "rdma";
+	rpcrdma__rpcb_listener_add(s, s->xprt.xp_port, &s->laddr, len, dual);
+}
+
 SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 {
 	struct srv *s = calloc(1, sizeof(*s));
-	uint32_t port;
 	char err[256];
+	int dual;
 
 	if (!s)
 		return NULL;
 	svc_defaults(&s->opts, opts);
-	port = opts && opts->port ? (opts->port == (uint16_t)RPCRDMA_PORT_ANY ? 0 : opts->port)
-				  : RPCRDMA_PORT;
 	rpcrdma_credit_pool_init(&s->pool, s->opts.recv_budget);
 	pthread_mutex_init(&s->lock, NULL);
 	if (rpcrdma_prov_open(s->opts.provider, &s->p, err, sizeof(err)))
 		goto out_free;
-	if (rpcrdma_listen(s->p, s->opts.host, (uint16_t)port, &s->l))
+	if (listen_any(s, listen_port(opts), &dual))
 		goto out_prov;
 	s->xprt.xp_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->xprt.xp_fd < 0)
@@ -823,6 +866,7 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 	s->xprt.xp_p3 = &s->ext;
 	s->xprt.xp_netid = "rdma";
 	s->xprt.xp_tp = "rdma";
+	listener_addresses(s, dual);
 	if (pthread_create(&s->thread, NULL, progress, s))
 		goto out_fd;
 	xprt_register(&s->xprt);

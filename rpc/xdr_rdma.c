@@ -222,6 +222,34 @@ const struct rpcrdma_ulb_proc *rpcrdma_ulb_find(rpcprog_t prog, rpcvers_t vers, 
 	return found;
 }
 
+/* ---- defaults from the environment ---- */
+
+/* RPCRDMA_PROVIDER: the provider when a program's options name none (tcp otherwise), so
+ * that an unmodified program can be moved between fabrics. */
+const char *rpcrdma__env_provider(void)
+{
+	const char *p = getenv("RPCRDMA_PROVIDER");
+
+	return p && *p ? p : "tcp";
+}
+
+/* RPCRDMA_PORT: the port when a program's options name none; 0 means any (a server) or
+ * "ask rpcbind" (a client). Returns 1 when set and valid. */
+int rpcrdma__env_port(uint32_t *port)
+{
+	const char *p = getenv("RPCRDMA_PORT");
+	char *end;
+	unsigned long v;
+
+	if (!p || !*p)
+		return 0;
+	v = strtoul(p, &end, 10);
+	if (*end || v > 65535)
+		return 0;
+	*port = (uint32_t)v;
+	return 1;
+}
+
 /* ---- time and waiting ---- */
 
 uint64_t rpcrdma__rpc_now(void)

@@ -128,6 +128,9 @@ RPCRDMA_API int rpcrdma_listen(struct rpcrdma_prov *p, const char *host, uint16_
 			       struct rpcrdma_listener **out);
 RPCRDMA_API uint16_t rpcrdma_listener_port(const struct rpcrdma_listener *l);
 RPCRDMA_API int rpcrdma_listener_fd(const struct rpcrdma_listener *l);  /* -1 if none */
+/* The address the listener is bound to (a struct sockaddr) into addr (*len bytes,
+ * updated). -RPCRDMA_ERR_NOPROV where the provider has none (shm, mock). */
+RPCRDMA_API int rpcrdma_listener_addr(const struct rpcrdma_listener *l, void *addr, size_t *len);
 /* Wait up to timeout_ms (-1 forever, 0 poll) for a connection request. Returns 0 with
  * *req set, or -RPCRDMA_ERR_TIMEDOUT. */
 RPCRDMA_API int rpcrdma_listener_get(struct rpcrdma_listener *l, int timeout_ms,

@@ -19,8 +19,10 @@ extern "C" {
 /* ---- client ---- */
 
 struct rpcrdma_clnt_opts {
-	const char *provider;      /* libfabric provider: "tcp" (NULL), "shm", "verbs" */
-	uint16_t port;             /* 0: RPCRDMA_PORT (20049) */
+	const char *provider;      /* libfabric provider: "tcp", "shm", "verbs"; NULL:
+				      $RPCRDMA_PROVIDER, else "tcp" */
+	uint16_t port;             /* 0: $RPCRDMA_PORT if set, else the host's rpcbind is
+				      asked for netid rdma/rdma6, else RPCRDMA_PORT (20049) */
 	uint32_t inline_size;      /* inline threshold both ways; 0: 4096 */
 	uint32_t max_credits;      /* credits asked for; 0: 32 */
 	uint32_t max_reply;        /* reply chunk offered when a reply may be this long and no
@@ -76,9 +78,11 @@ RPCRDMA_API int rpcrdma_clnt_progress(CLIENT *cl, int timeout_ms);
 /* ---- server ---- */
 
 struct rpcrdma_svc_opts {
-	const char *provider;      /* NULL: "tcp" */
-	const char *host;          /* NULL: all IPv4 addresses; "::" for IPv6 */
-	uint16_t port;             /* 0: RPCRDMA_PORT; use RPCRDMA_PORT_ANY for an ephemeral one */
+	const char *provider;      /* NULL: $RPCRDMA_PROVIDER, else "tcp" */
+	const char *host;          /* NULL: every address, IPv6 and IPv4 (IPv4 only on a host
+				      without IPv6); "0.0.0.0": IPv4 only; "::1", ... */
+	uint16_t port;             /* 0: $RPCRDMA_PORT (0 there: any), else RPCRDMA_PORT
+				      (20049); RPCRDMA_PORT_ANY: an ephemeral one */
 	uint32_t inline_size;      /* 0: 4096 */
 	uint32_t max_credits;      /* per connection; 0: 32 */
 	uint32_t recv_budget;      /* receive buffers for all connections; 0: 4096 */

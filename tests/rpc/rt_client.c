@@ -2,7 +2,7 @@
  * (libfabric tcp or shm) or plain TCP, every result checked.
  *
  * Usage: rt_client rdma-tcp|rdma-shm|tcp HOST PORT
- *            [nobinding|foreign|gone|noreconnect|restart [SECONDS]]
+ *            [nobinding|foreign|gone|noreconnect|rpcbind|restart [SECONDS]]
  * Prints a line per outcome (compared across transports by the test script) and
  * "N passed, N failed". */
 #include <errno.h>
@@ -438,6 +438,8 @@ static void test_ccp(const char *t, const char *host, unsigned port)
 	if (!strcmp(t, "rdma-tcp")) {
 		CHECK(clnt_control(cl, RPCRDMA_CLGET_CCP, (char *)&r));
 		CHECK(r.maxcall_sendsize == 4096);
+		/* the server's own limit on RDMA Reads in flight, not our 0 echoed */
+		CHECK(r.maxrdmaread > 0);
 	} else {
 		/* this listener does not answer CONF_RDMA: defaults stay */
 		CHECK(!clnt_control(cl, RPCRDMA_CLGET_CCP, (char *)&r));
@@ -562,6 +564,24 @@ int main(int argc, char **argv)
 	if (!strcmp(flag, "noreconnect"))
 		base_opts.no_reconnect = 1;
 	cl = make(t, host, port, RT_PROG, RT_V1, 0);
+	if (!strcmp(flag, "rpcbind")) {
+		/* port 0: found through the server's rpcbind (netid rdma / rdma6) */
+		rt_whoami_res w;
+		int ok;
+
+		if (!cl) {
+			clnt_pcreateerror("rt_client");
+			return 1;
+		}
+		memset(&w, 0, sizeof(w));
+		CHECK(rt_whoami_1(NULL, &w, cl) == RPC_SUCCESS);
+		xdr_free((xdrproc_t)xdr_rt_whoami_res, (char *)&w);
+		CHECK(echo(cl, 31, 100000, ~0u, NULL, 0, &ok) == RPC_SUCCESS && ok);
+		printf("%s %s%s: %s (%s)\n", mode, host, port ? "" : " through rpcbind",
+		       failed ? "failed" : "ok", cl->cl_netid);
+		clnt_destroy(cl);
+		return failed != 0;
+	}
 	if (!strcmp(flag, "restart")) {
 		if (!cl) {
 			clnt_pcreateerror("rt_client");

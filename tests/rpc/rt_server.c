@@ -82,7 +82,7 @@ bool_t rt_garbage_1_svc(rt_echo_args *a, void *result, struct svc_req *rq)
  * replies, as an RFC 8166 server), ports=RDMA_TCP,SHM (fixed ports, for restarts), xids
  * (print the XID of each RT_SLEEP call as it is dispatched). */
 static struct srv_opts {
-	int workers, nobinding, norrc, xids;
+	int workers, nobinding, norrc, xids, rpcbind, rdmaonly;
 	unsigned rport, sport;
 } so;
 
@@ -178,9 +178,58 @@ static void parse(int argc, char **argv)
 			so.norrc = 1;
 		else if (!strcmp(argv[i], "xids"))
 			so.xids = 1;
+		else if (!strcmp(argv[i], "rpcbind"))
+			so.rpcbind = 1;
+		else if (!strcmp(argv[i], "rdmaonly"))
+			so.rdmaonly = 1;
 		else if (!strncmp(argv[i], "ports=", 6))
 			sscanf(argv[i] + 6, "%u,%u", &so.rport, &so.sport);
 	}
+}
+
+/* rpcbind mode: a line on stdin (or its end) unregisters the program and exits. */
+static void *quit_on_stdin(void *arg)
+{
+	char line[32];
+
+	(void)arg;
+	if (!fgets(line, sizeof(line), stdin))
+		line[0] = 0;
+	svc_unregister(RT_PROG, RT_V1);
+	printf("unregistered\n");
+	fflush(stdout);
+	exit(0);
+	return NULL;
+}
+
+/* As rpcgen's main does: clear old registrations, then register with IPPROTO_TCP. The
+ * RDMA listener has no host (every address, both families) and any port; the program
+ * is found through rpcbind under netids rdma and rdma6, the TCP one under tcp. */
+static int main_rpcbind(void)
+{
+	struct rpcrdma_svc_opts o;
+	SVCXPRT *rt, *tcp;
+	pthread_t th;
+
+	pmap_unset(RT_PROG, RT_V1);
+	memset(&o, 0, sizeof(o));
+	o.port = (uint16_t)RPCRDMA_PORT_ANY;
+	rt = svc_rdma_create(&o);
+	tcp = so.rdmaonly ? NULL : svctcp_create(RPC_ANYSOCK, 0, 0);
+	if (!rt || (!tcp && !so.rdmaonly)) {
+		fprintf(stderr, "cannot create transports\n");
+		return 1;
+	}
+	if (!svc_register(rt, RT_PROG, RT_V1, rt_prog_1, IPPROTO_TCP) ||
+	    (tcp && !svc_register(tcp, RT_PROG, RT_V1, rt_prog_1, IPPROTO_TCP))) {
+		fprintf(stderr, "unable to register (RT_PROG, RT_V1, tcp)\n");
+		return 1;
+	}
+	printf("listening %u 0 %u\n", svc_rdma_port(rt), tcp ? tcp->xp_port : 0);
+	fflush(stdout);
+	pthread_create(&th, NULL, quit_on_stdin, NULL);
+	svc_run();
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -189,6 +238,10 @@ int main(int argc, char **argv)
 	SVCXPRT *rt, *rs, *tcp;
 
 	parse(argc, argv);
+	if (so.rpcbind) {
+		rpcrdma_ulb_register(&rt_ulb);
+		return main_rpcbind();
+	}
 	if (!so.nobinding)
 		rpcrdma_ulb_register(&rt_ulb);
 	memset(&o, 0, sizeof(o));
