@@ -189,7 +189,7 @@ RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
  * -RPCRDMA_ERR_NOPROV where the provider has none (shm, mock). */
 RPCRDMA_API int rpcrdma_ep_peer_addr(struct rpcrdma_ep *ep, void *addr, size_t *len);
 
-const char *rpcrdma_op_name(uint32_t op);
+RPCRDMA_API const char *rpcrdma_op_name(uint32_t op);
 
 #ifdef __cplusplus
 }
