@@ -45,6 +45,7 @@ struct sconn {
 	rpcprog_t prog;
 	rpcvers_t vers;
 	rpcproc_t proc;
+	int flavor;                      /* the call's credential flavour */
 	int dead, destroyed, busy;
 	int owned;                       /* a thread is between xp_recv and xp_stat */
 	pthread_t owner;
@@ -197,7 +198,9 @@ static bool_t wrap_results(struct sconn *c, XDR *x, xdrproc_t xres, void *where)
 static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 {
 	struct rpcrdma_eng_req *er = c->cur;
-	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(c->prog, c->vers, c->proc);
+	/* no result leaves the stream under a flavour that may wrap it (RFC 8166 §8.2.1) */
+	int ddp = rpcrdma__flavor_allows_ddp(c->flavor);
+	const struct rpcrdma_ulb_proc *b = ddp ? rpcrdma_ulb_find(c->prog, c->vers, c->proc) : NULL;
 	struct rpcrdma__xdr enc;
 	xdrproc_t xres = NULL, saved = NULL;
 	void *where = NULL;
@@ -226,7 +229,8 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 		return FALSE;
 	}
 	rpcrdma__xdr_encode(&enc, buf, cap);
-	rpcrdma__xdr_enter(&enc);
+	if (ddp)
+		rpcrdma__xdr_enter(&enc);
 	ok = xdr_replymsg(&enc.x, msg) && (!xres || wrap_results(c, &enc.x, xres, where));
 	rpcrdma__xdr_leave();
 	if (saved)
@@ -339,6 +343,7 @@ static bool_t take_call(struct sconn *c, struct rpcrdma_eng_req *er, struct rpc_
 	c->prog = msg->rm_call.cb_prog;
 	c->vers = msg->rm_call.cb_vers;
 	c->proc = msg->rm_call.cb_proc;
+	c->flavor = (int)msg->rm_call.cb_cred.oa_flavor;
 	if (c->prog == RPCRDMA_CCP_PROG && c->vers == RPCRDMA_CCP_VERS && !c->srv->opts.no_ccp) {
 		answer_ccp(c, msg);
 		return FALSE;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rt_auth.h"
 #include "rt_common.h"
 
 static int passed, failed;
@@ -344,6 +345,44 @@ static void test_zero_timeout_unattended(CLIENT *c, const char *t, const char *h
 	printf("%s zero timeout, unattended: delivered\n", mode);
 }
 
+/* Under a flavour that wraps the body (RPCSEC_GSS integrity/privacy, here a test one that
+ * XORs it where it lies), no DDP item leaves the stream: every byte goes through the wrap,
+ * in the inline message or in a position-zero read chunk or reply chunk (RFC 8166
+ * §8.2.1). Data moved as a chunk would escape the XOR and the server would see garbage.
+ * Under AUTH_SYS the same call does use DDP, so the test tells the two apart. */
+static void test_wrapping_flavour(CLIENT *c, const char *t)
+{
+	struct rpcrdma_eng_stats s0, s1, s2;
+	AUTH *prev = c->cl_auth;
+	int ok;
+
+	memset(&s0, 0, sizeof(s0));
+	s1 = s2 = s0;
+	c->cl_auth = authunix_create("ddp", 1, 1, 0, NULL);
+	if (is_rdma(t))
+		clnt_control(c, RPCRDMA_CLGET_STATS, (char *)&s0);
+	CHECK(echo(c, 41, 100000, ~0u, NULL, 0, &ok) == RPC_SUCCESS && ok);
+	if (is_rdma(t))
+		clnt_control(c, RPCRDMA_CLGET_STATS, (char *)&s1);
+	auth_destroy(c->cl_auth);
+	c->cl_auth = rt_xor_auth_create();
+	CHECK(echo(c, 41, 100000, ~0u, NULL, 0, &ok) == RPC_SUCCESS && ok);
+	CHECK(echo(c, 42, 16, 3000, NULL, 0, &ok) == RPC_SUCCESS && ok);
+	CHECK(echo(c, 43, 200, 200, NULL, 0, &ok) == RPC_SUCCESS && ok);
+	if (is_rdma(t)) {
+		clnt_control(c, RPCRDMA_CLGET_STATS, (char *)&s2);
+		/* AUTH_SYS: the argument went as a read chunk, the result as a write chunk */
+		CHECK(s1.read_chunks - s0.read_chunks > s1.long_calls - s0.long_calls);
+		CHECK(s1.write_chunks - s0.write_chunks == 1);
+		/* the wrapping flavour: position-zero chunks (the whole wrapped call) only */
+		CHECK(s2.read_chunks - s1.read_chunks == s2.long_calls - s1.long_calls);
+		CHECK(s2.write_chunks == s1.write_chunks);
+	}
+	auth_destroy(c->cl_auth);
+	c->cl_auth = prev;
+	printf("%s wrapping flavour: every byte inside the wrap\n", mode);
+}
+
 struct thr {
 	CLIENT *cl;
 	int id, bad;
@@ -629,6 +668,8 @@ int main(int argc, char **argv)
 			test_placement(cl);
 		test_auth(cl, t);
 		test_auth_ownership(t, host, port);
+		if (is_rdma(t))
+			test_wrapping_flavour(cl, t);
 		test_zero_timeout(cl);
 		test_zero_timeout_unattended(cl, t, host, port);
 		test_errors(cl, t, host, port);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rt_auth.h"
 #include "rt_common.h"
 
 void rt_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
@@ -238,6 +239,7 @@ int main(int argc, char **argv)
 	SVCXPRT *rt, *rs, *tcp;
 
 	parse(argc, argv);
+	svc_auth_reg(RT_XOR_FLAVOR, rt_xor_handler);
 	if (so.rpcbind) {
 		rpcrdma_ulb_register(&rt_ulb);
 		return main_rpcbind();
