@@ -36,6 +36,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "prov_int.h"
+#include "tcp_reap.h"
 
 #define FAB_VERSION FI_VERSION(1, 17)
 #define TAG_DATA 0x5250435244415441ull  /* "RPCRDATA" */
@@ -45,6 +46,7 @@
 #define CTRL_F_PID 0x01u           /* the sender's process id follows the header */
 #define CTRL_MAX (12 + CTRL_NAME_MAX + RPCRDMA_PDATA_MAX)
 #define PEER_CHECK_MS 50           /* how often an emulated connection looks at its peer */
+#define REAP_EVERY_MS 1000         /* how often a tcp listener looks for lost sockets */
 #define CQ_BATCH 16
 #define DEPTH_CAP 1024u
 #define REJECT_MARK "RJCT"
@@ -114,6 +116,9 @@ struct fab_ep {
 	int peer_gone;               /* RDM: DISCONNECT received, teardown pending */
 	int pidfd;                   /* RDM: the peer process, readable once it ended; or -1 */
 	int64_t peer_checked;        /* RDM: when pidfd was last looked at */
+	struct fab_listener *lst;    /* MSG: the listener that accepted it, while both live */
+	struct fab_ep *lst_prev, *lst_next;
+	struct rpcrdma__tcp_pair pair;   /* MSG: its two ends */
 	struct rpcrdma_cqe *stash;   /* completions found while not asked for them */
 	uint32_t stash_head, stash_n, stash_cap;
 	struct fab_ctrl ctrl;        /* RDM: control receive */
@@ -127,6 +132,9 @@ struct fab_listener {
 	struct fab_ep *lep;          /* RDM: the named endpoint */
 	int lockfd;                  /* RDM: holds the name while we live (shm_life.c) */
 	char name[40];               /* RDM */
+	struct fab_ep *accepted;     /* MSG: live connections it accepted */
+	struct rpcrdma__tcp_reaper reaper;   /* tcp: sockets the provider lost (tcp_reap.c) */
+	int64_t last_reap;
 };
 
 struct fab_connreq {
@@ -410,8 +418,22 @@ static struct fab_ep *ep_alloc(struct fab_prov *fp)
 	return e;
 }
 
+static void lst_unlink(struct fab_ep *e)
+{
+	if (!e->lst)
+		return;
+	if (e->lst_prev)
+		e->lst_prev->lst_next = e->lst_next;
+	else
+		e->lst->accepted = e->lst_next;
+	if (e->lst_next)
+		e->lst_next->lst_prev = e->lst_prev;
+	e->lst = NULL;
+}
+
 static void ep_free(struct fab_ep *e)
 {
+	lst_unlink(e);
 	while (e->ops) {
 		struct fab_op *op = e->ops;
 
@@ -985,6 +1007,41 @@ static void copy_pdata(uint8_t *dst, size_t *dlen, const void *src, size_t len)
 		memcpy(dst, src, *dlen);
 }
 
+/* libfabric's tcp listener loses sockets whose peers never sent a connection request
+ * (tcp_reap.c): close them, now and then, sparing every live connection. */
+static void reap_lost(struct fab_listener *l)
+{
+	struct rpcrdma__tcp_pair *live = NULL;
+	int64_t now = rpcrdma__now_ms();
+	size_t n = 0, i = 0;
+	struct fab_ep *e;
+
+	if (strcmp(l->fp->base.caps.name, "tcp") || now - l->last_reap < REAP_EVERY_MS)
+		return;
+	l->last_reap = now;
+	for (e = l->accepted; e; e = e->lst_next)
+		n++;
+	if (n && !(live = malloc(n * sizeof(*live))))
+		return;
+	for (e = l->accepted; e; e = e->lst_next)
+		live[i++] = e->pair;
+	rpcrdma__tcp_reap(&l->reaper, l->base.port, live, n, now);
+	free(live);
+}
+
+static void remember_accepted(struct fab_listener *l, struct fab_ep *e)
+{
+	size_t ll = sizeof(e->pair.local), pl = sizeof(e->pair.peer);
+
+	if (fi_getname(&e->ep->fid, &e->pair.local, &ll) || fi_getpeer(e->ep, &e->pair.peer, &pl))
+		return;
+	e->lst = l;
+	e->lst_next = l->accepted;
+	if (l->accepted)
+		l->accepted->lst_prev = e;
+	l->accepted = e;
+}
+
 static int msg_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r)
 {
 	struct {
@@ -996,6 +1053,7 @@ static int msg_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r
 	uint32_t event = 0;
 	int rc;
 
+	reap_lost(l);
 	/* other events on a listener (none expected) are skipped, within the time given */
 	do {
 		int64_t left = deadline - rpcrdma__now_ms();
@@ -1177,9 +1235,10 @@ static int ctrl_progress(struct fab_ep *e, const void *want)
 }
 
 /* Send one control message and wait (bounded) for it to leave; other completions met
- * meanwhile are handled as usual. */
+ * meanwhile are handled as usual. A peer that ends meanwhile (pidfd >= 0 watches it)
+ * ends the wait: a dead peer's queue stays full, and nobody else may wait behind it. */
 static int ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const void *pdata,
-		     size_t plen, int timeout_ms)
+		     size_t plen, int timeout_ms, int pidfd)
 {
 	int64_t deadline = rpcrdma__now_ms() + timeout_ms;
 	uint8_t name[CTRL_NAME_MAX];
@@ -1195,12 +1254,17 @@ static int ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const void *
 				   &e->ctrl.tx_fctx);
 		if (rc != -FI_EAGAIN || !e->ep || rpcrdma__now_ms() >= deadline)
 			break;
+		if (rpcrdma__pid_gone(pidfd))
+			return -RPCRDMA_ERR_DISCONN;
 		ctrl_progress(e, NULL);
 		backoff(&spins);
 	}
 	rc = rc == -FI_EAGAIN ? -RPCRDMA_ERR_TIMEDOUT : map_err(rc);
-	while (!rc && !done && e->ep && rpcrdma__now_ms() < deadline)
+	while (!rc && !done && e->ep && rpcrdma__now_ms() < deadline) {
 		done = ctrl_progress(e, &e->ctrl.tx_fctx);
+		if (!done && rpcrdma__pid_gone(pidfd))
+			return -RPCRDMA_ERR_DISCONN;
+	}
 	if (!rc && !done)
 		rc = e->ep ? -RPCRDMA_ERR_TIMEDOUT : -RPCRDMA_ERR_DISCONN;
 	return rc;
@@ -1349,18 +1413,24 @@ static int rdm_accept(struct fab_connreq *r, const void *pdata, size_t len, int 
 		      struct fab_ep **out)
 {
 	struct fab_ep *e = NULL;
-	int rc = rdm_new_ep(r->l->fp, &e);
+	int rc;
 
-	if (!rc)
+	/* a client killed after its request: nothing to accept */
+	if (r->pid && !rpcrdma__pid_exists(r->pid))
+		return -RPCRDMA_ERR_DISCONN;
+	rc = rdm_new_ep(r->l->fp, &e);
+	if (!rc) {
+		e->pidfd = rpcrdma__pid_watch(r->pid);
 		rc = av_insert_name(e, r->name, r->name_len, &e->peer);
+	}
 	if (!rc)
-		rc = ctrl_send(e, e->peer, CTRL_ACCEPT, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms);
+		rc = ctrl_send(e, e->peer, CTRL_ACCEPT, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
+			       e->pidfd);
 	if (rc) {
 		if (e)
 			ep_free(e);
 		return rc;
 	}
-	e->pidfd = rpcrdma__pid_watch(r->pid);
 	e->base.connected = 1;
 	*out = e;
 	return 0;
@@ -1370,8 +1440,16 @@ static void rdm_reject(struct fab_connreq *r, const void *pdata, size_t len)
 {
 	fi_addr_t to;
 
-	if (av_insert_name(r->l->lep, r->name, r->name_len, &to) == 0)
-		ctrl_send(r->l->lep, to, CTRL_REJECT, pdata ? pdata : REJECT_MARK, pdata ? len : 4, 1000);
+	int pidfd;
+
+	if ((r->pid && !rpcrdma__pid_exists(r->pid)) ||
+	    av_insert_name(r->l->lep, r->name, r->name_len, &to))
+		return;
+	pidfd = rpcrdma__pid_watch(r->pid);
+	ctrl_send(r->l->lep, to, CTRL_REJECT, pdata ? pdata : REJECT_MARK, pdata ? len : 4, 1000,
+		  pidfd);
+	if (pidfd >= 0)
+		close(pidfd);
 }
 
 static int rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, size_t len,
@@ -1390,7 +1468,8 @@ static int rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, si
 	rdm_listener_name(port, name, sizeof(name));
 	rc = av_insert_name(e, name, strlen(name), &listener);
 	if (!rc)
-		rc = ctrl_send(e, listener, CTRL_CONNREQ, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms);
+		rc = ctrl_send(e, listener, CTRL_CONNREQ, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
+			       -1);
 	if (rc == -RPCRDMA_ERR_TIMEDOUT)
 		rc = -RPCRDMA_ERR_REFUSED;  /* nobody took our request off the wire */
 	if (!rc)
@@ -1477,6 +1556,9 @@ static void fab_listener_close(struct rpcrdma_listener *base)
 {
 	struct fab_listener *l = (struct fab_listener *)base;
 
+	while (l->accepted)
+		lst_unlink(l->accepted);
+	rpcrdma__tcp_reaper_free(&l->reaper);
 	if (l->pep)
 		fi_close(&l->pep->fid);
 	if (l->eq)
@@ -1499,6 +1581,8 @@ static int fab_accept(struct rpcrdma_connreq *base, const void *pdata, size_t le
 	if (!rc) {
 		/* the peer's private data is what it sent with its request */
 		copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, base->pdata, base->pdata_len);
+		if (!r->l->fp->rdm)
+			remember_accepted(r->l, e);
 		*out = &e->base;
 	}
 	if (r->info)
@@ -1544,7 +1628,7 @@ static void fab_ep_close(struct rpcrdma_ep *base)
 	struct fab_ep *e = (struct fab_ep *)base;
 
 	if (e->ep && e->fp->rdm && e->base.connected)
-		ctrl_send(e, e->peer, CTRL_DISCONNECT, NULL, 0, 2000);
+		ctrl_send(e, e->peer, CTRL_DISCONNECT, NULL, 0, 2000, e->pidfd);
 	else if (e->ep && e->base.connected)
 		fi_shutdown(e->ep, 0);
 	if (e->ep) {

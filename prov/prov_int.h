@@ -97,6 +97,7 @@ int rpcrdma__shm_name_claim(const char *name, int *lockfd);
 void rpcrdma__shm_name_release(const char *name, int lockfd);
 void rpcrdma__shm_reap(void);
 int rpcrdma__pid_watch(uint32_t pid);
+int rpcrdma__pid_exists(uint32_t pid);
 int rpcrdma__pid_gone(int pidfd);
 
 /* Monotonic milliseconds, for timeouts in the I/O layers. */

@@ -148,6 +148,11 @@ int rpcrdma__pid_watch(uint32_t pid)
 	return -1;
 }
 
+int rpcrdma__pid_exists(uint32_t pid)
+{
+	return !process_gone((pid_t)pid);
+}
+
 int rpcrdma__pid_gone(int pidfd)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };

@@ -2,7 +2,7 @@
  * (libfabric tcp or shm) or plain TCP, every result checked.
  *
  * Usage: rt_client rdma-tcp|rdma-shm|tcp HOST PORT
- *            [nobinding|foreign|gone|noreconnect|rpcbind|restart [SECONDS]]
+ *            [nobinding|foreign|gone|noreconnect|rpcbind|keepalive|restart [SECONDS]]
  * Prints a line per outcome (compared across transports by the test script) and
  * "N passed, N failed". */
 #include <errno.h>
@@ -619,6 +619,38 @@ int main(int argc, char **argv)
 		printf("%s %s%s: %s (%s)\n", mode, host, port ? "" : " through rpcbind",
 		       failed ? "failed" : "ok", cl->cl_netid);
 		clnt_destroy(cl);
+		return failed != 0;
+	}
+	if (!strcmp(flag, "keepalive")) {
+		/* two clients, with and without keepalive; the script stops the server
+		 * (SIGSTOP) for a while, as a peer that hangs without a word: only the one
+		 * with keepalive notices (its NULL call goes unanswered) and connects again */
+		CLIENT *ka;
+		uint64_t n_ka = 0, n_plain = 0;
+		char line[16];
+
+		base_opts.keepalive_ms = 300;
+		ka = make(t, host, port, RT_PROG, RT_V1, 0);
+		base_opts.keepalive_ms = 0;
+		CHECK(cl && ka);
+		if (!cl || !ka)
+			return 1;
+		CHECK(raw_call(cl, RT_NULL, 5000) == RPC_SUCCESS);
+		CHECK(raw_call(ka, RT_NULL, 5000) == RPC_SUCCESS);
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			line[0] = 0;
+		CHECK(raw_call(cl, RT_NULL, 10000) == RPC_SUCCESS);
+		CHECK(raw_call(ka, RT_NULL, 10000) == RPC_SUCCESS);
+		clnt_control(cl, RPCRDMA_CLGET_CONNECTS, (char *)&n_plain);
+		clnt_control(ka, RPCRDMA_CLGET_CONNECTS, (char *)&n_ka);
+		printf("%s keepalive: connections %llu with, %llu without\n", mode,
+		       (unsigned long long)n_ka, (unsigned long long)n_plain);
+		CHECK(n_ka == 2 && n_plain == 1);
+		clnt_destroy(ka);
+		clnt_destroy(cl);
+		printf("%d passed, %d failed\n", passed, failed);
 		return failed != 0;
 	}
 	if (!strcmp(flag, "restart")) {

@@ -77,6 +77,28 @@ for flag in gone noreconnect; do
 	cat "$out/gone"
 done
 
+# a server that hangs without a word (SIGSTOP): keepalive notices, reconnects after
+for tr in rdma-tcp rdma-shm; do
+	echo "== $tr keepalive"
+	run_server
+	p=$rport
+	[ "$tr" = rdma-shm ] && p=$sport
+	rm -f "$out/go"
+	mkfifo "$out/go"
+	exec 3<>"$out/go"
+	timeout 60 "$CLIENT" "$tr" 127.0.0.1 "$p" keepalive <"$out/go" >"$out/ka" &
+	cpid=$!
+	for _ in $(seq 100); do grep -q ready "$out/ka" && break; sleep 0.1; done
+	kill -STOP "$spid"
+	sleep 1.5
+	kill -CONT "$spid"
+	echo go >&3
+	wait "$cpid" || rc=1
+	exec 3>&-
+	cat "$out/ka"
+	stop_server
+done
+
 # killed and started again on the same port while a client calls in a loop
 for tr in rdma-tcp rdma-shm; do
 	echo "== $tr restart"

@@ -68,6 +68,20 @@ static void print_stats(const char *why)
 	fflush(stdout);
 }
 
+/* sigaction, not signal(): the handler stays for every SIGUSR1, not the first only. */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Signals are noticed here: libtirpc's svc_run() has no way out. */
 static void *watcher(void *arg)
 {
@@ -166,9 +180,7 @@ int cmd_serve(int argc, char **argv)
 	else
 		printf("listening %u\n", rport);
 	fflush(stdout);
-	signal(SIGUSR1, on_signal);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	catch_signals();
 	pthread_create(&th, NULL, watcher, NULL);
 	/* RDMA requests: the progress thread, or worker threads when asked; TCP: svc_run */
 	if (threads > 1)
