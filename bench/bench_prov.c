@@ -274,6 +274,23 @@ static void pingpong(struct rpcrdma_ep *ep, struct msgbufs *m, const char *prov,
 }
 
 /* Keep DEPTH operations of size bytes in flight for the time given. */
+
+/* A full queue (-RPCRDMA_ERR_AGAIN, prov.h) is not an error: wait for progress and post
+ * again, for 10 s at most. */
+static int post_rma(struct rpcrdma_ep *ep, uint32_t op, struct rpcrdma_sge *l,
+		    struct rpcrdma_segment *r, void *ctx)
+{
+	double give_up = now_s() + 10;
+	int rc;
+
+	for (;;) {
+		rc = op == RPCRDMA_OP_READ ? rpcrdma_post_read(ep, l, 1, r, 1, ctx)
+					   : rpcrdma_post_write(ep, l, 1, r, 1, ctx);
+		if (rc != -RPCRDMA_ERR_AGAIN || now_s() > give_up)
+			return rc;
+		rpcrdma_ep_wait(ep, 1);
+	}
+}
 static void bandwidth(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, const struct info *in,
 		      uint32_t op, uint32_t size, const char *prov, const struct opts *o)
 {
@@ -293,8 +310,7 @@ static void bandwidth(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, const struc
 		struct rpcrdma_sge l = { mr, buf + (size_t)i * size, size };
 		struct rpcrdma_segment r = { in->handle, size, in->offset + (REGION - size) / DEPTH * i / 4096 * 4096 };
 
-		rc = op == RPCRDMA_OP_READ ? rpcrdma_post_read(ep, &l, 1, &r, 1, (void *)(uintptr_t)i)
-					   : rpcrdma_post_write(ep, &l, 1, &r, 1, (void *)(uintptr_t)i);
+		rc = post_rma(ep, op, &l, &r, (void *)(uintptr_t)i);
 		if (rc)
 			die("post rma", rc);
 		posted++;
@@ -311,8 +327,7 @@ static void bandwidth(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, const struc
 			struct rpcrdma_segment r = { in->handle, size,
 						     in->offset + (REGION - size) / DEPTH * k / 4096 * 4096 };
 
-			rc = op == RPCRDMA_OP_READ ? rpcrdma_post_read(ep, &l, 1, &r, 1, c.ctx)
-						   : rpcrdma_post_write(ep, &l, 1, &r, 1, c.ctx);
+			rc = post_rma(ep, op, &l, &r, c.ctx);
 			if (rc)
 				die("post rma", rc);
 			posted++;

@@ -2,11 +2,9 @@
  * emulated connections. Nothing here is specific to one provider's name except the
  * documented fact that shm does not check remote access (caps.enforces_access).
  *
- * Operations: each posted operation is a fab_op with one or more pieces (libfabric
- * calls, each with its own fi_context2); RMA scatter lists are split into pieces so
- * that no call exceeds one local and one remote segment. The op completes when all its
- * pieces have, with the first error seen. Outstanding ops are linked so that a lost
- * connection completes every one of them with -RPCRDMA_ERR_DISCONN.
+ * Operations (prov_opq.c): each posted operation has one or more pieces (libfabric
+ * calls, each with its own fi_context2 in the piece); RMA scatter lists are split into
+ * pieces so that no call exceeds one local and one remote segment.
  *
  * Emulated connections (RDM): a listener is an endpoint named "rpcrdma_<port>"; a
  * client sends it a CONNREQ control message (its name and private data) and the
@@ -15,6 +13,7 @@
  * messages use their own tag, and data uses directed receives from the peer only, so
  * neither can be taken for the other. */
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -36,6 +35,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "prov_int.h"
+#include "prov_opq.h"
 #include "tcp_reap.h"
 
 #define FAB_VERSION FI_VERSION(1, 17)
@@ -73,24 +73,6 @@ struct fab_mr {
 	uint64_t key;
 };
 
-struct fab_op;
-
-struct fab_piece {
-	struct fi_context2 fctx;     /* first: libfabric's op_context points here */
-	struct fab_op *op;
-};
-
-struct fab_op {
-	struct fab_op *prev, *next;
-	void *ctx;
-	uint32_t opcode;
-	uint32_t len;
-	int status;
-	uint32_t pending;            /* pieces posted and not completed */
-	uint32_t npieces;
-	struct fab_piece pieces[];
-};
-
 /* Control message buffers (RDM only), one registration: a receive always posted, and
  * one send at a time (ctrl_send waits for it; after a time-out the endpoint is closed
  * before the buffer can be reused or freed). */
@@ -111,16 +93,18 @@ struct fab_ep {
 	struct fid_av *av;           /* RDM */
 	fi_addr_t peer;              /* RDM: the peer's address; MSG: unused */
 	int epfd;                    /* epoll over the wait fds, or -1 */
-	struct fab_op *ops;          /* outstanding */
-	uint32_t tx_used, rx_used;
+	struct rpcrdma__opq q;       /* outstanding operations, kept completions */
 	int peer_gone;               /* RDM: DISCONNECT received, teardown pending */
 	int pidfd;                   /* RDM: the peer process, readable once it ended; or -1 */
+	uint32_t peer_pid;           /* RDM: the peer process, for kernels without pidfd_open */
 	int64_t peer_checked;        /* RDM: when pidfd was last looked at */
+	void *own_hdr, *peer_hdr;    /* RDM: our and the peer's region headers, or NULL */
+	int64_t busy_since;          /* RDM: when the libfabric call under way began, or 0 */
+	int watched;                 /* RDM: in the watchdog's list */
+	struct fab_ep *wd_prev, *wd_next;
 	struct fab_listener *lst;    /* MSG: the listener that accepted it, while both live */
 	struct fab_ep *lst_prev, *lst_next;
 	struct rpcrdma__tcp_pair pair;   /* MSG: its two ends */
-	struct rpcrdma_cqe *stash;   /* completions found while not asked for them */
-	uint32_t stash_head, stash_n, stash_cap;
 	struct fab_ctrl ctrl;        /* RDM: control receive */
 };
 
@@ -147,6 +131,19 @@ struct fab_connreq {
 };
 
 static const struct rpcrdma_prov_ops fab_ops;
+
+/* Around each libfabric call on an endpoint the shm watchdog looks after (below). */
+static void busy_begin(struct fab_ep *e)
+{
+	if (e->watched)
+		__atomic_store_n(&e->busy_since, rpcrdma__now_ms(), __ATOMIC_RELEASE);
+}
+
+static void busy_end(struct fab_ep *e)
+{
+	if (e->watched)
+		__atomic_store_n(&e->busy_since, 0, __ATOMIC_RELEASE);
+}
 
 /* ---- errors ---- */
 
@@ -182,117 +179,11 @@ static void set_err(char *err, size_t errlen, const char *fmt, const char *a, co
 
 /* ---- completions ---- */
 
-/* Cannot overflow: the stash is grown before each post to hold a completion for every
- * outstanding op plus the disconnect event (stash_reserve). */
-static void stash_push(struct fab_ep *e, const struct rpcrdma_cqe *c)
-{
-	e->stash[(e->stash_head + e->stash_n++) % e->stash_cap] = *c;
-}
-
-/* Idle connections stay small: the stash grows with what it may have to hold, i.e.
- * the completions it already holds unpolled, one for each outstanding op and each op
- * about to be posted, and the disconnect event. */
-static int stash_reserve(struct fab_ep *e, uint32_t more)
-{
-	uint32_t need = e->stash_n + e->tx_used + e->rx_used + more + 1, cap, i;
-	struct rpcrdma_cqe *n;
-
-	if (need <= e->stash_cap)
-		return 0;
-	cap = e->stash_cap * 2 > need ? e->stash_cap * 2 : need;
-	n = malloc(cap * sizeof(*n));
-	if (!n)
-		return -RPCRDMA_ERR_NOMEM;
-	for (i = 0; i < e->stash_n; i++)
-		n[i] = e->stash[(e->stash_head + i) % e->stash_cap];
-	free(e->stash);
-	e->stash = n;
-	e->stash_cap = cap;
-	e->stash_head = 0;
-	return 0;
-}
-
-static int stash_pop(struct fab_ep *e, struct rpcrdma_cqe *out, int max)
-{
-	int n = 0;
-
-	while (n < max && e->stash_n) {
-		out[n++] = e->stash[e->stash_head];
-		e->stash_head = (e->stash_head + 1) % e->stash_cap;
-		e->stash_n--;
-	}
-	return n;
-}
-
-struct sink {
-	struct rpcrdma_cqe *out;
-	int max;
-	int n;
-};
-
-static void emit(struct fab_ep *e, struct sink *s, const struct rpcrdma_cqe *c)
-{
-	if (s && s->n < s->max)
-		s->out[s->n++] = *c;
-	else
-		stash_push(e, c);
-}
-
-static void op_link(struct fab_ep *e, struct fab_op *op)
-{
-	op->prev = NULL;
-	op->next = e->ops;
-	if (e->ops)
-		e->ops->prev = op;
-	e->ops = op;
-}
-
-static void op_unlink(struct fab_ep *e, struct fab_op *op)
-{
-	if (op->prev)
-		op->prev->next = op->next;
-	else
-		e->ops = op->next;
-	if (op->next)
-		op->next->prev = op->prev;
-}
-
-static void op_release_queue(struct fab_ep *e, const struct fab_op *op)
-{
-	if (op->opcode == RPCRDMA_OP_RECV)
-		e->rx_used -= op->npieces;
-	else
-		e->tx_used -= op->npieces;
-}
-
-static void op_finish(struct fab_ep *e, struct fab_op *op, struct sink *s)
-{
-	struct rpcrdma_cqe c = { op->ctx, op->opcode, op->len, op->status };
-
-	op_unlink(e, op);
-	op_release_queue(e, op);
-	free(op);
-	emit(e, s, &c);
-}
-
-static void piece_done(struct fab_ep *e, struct fab_piece *pc, int status, size_t len,
-		       struct sink *s)
-{
-	struct fab_op *op = pc->op;
-
-	if (status && !op->status)
-		op->status = status;
-	if (op->opcode == RPCRDMA_OP_RECV)
-		op->len = (uint32_t)len;
-	if (--op->pending == 0)
-		op_finish(e, op, s);
-}
-
 static void handle_ctrl(struct fab_ep *e, size_t len);
-static void lose_connection(struct fab_ep *e, struct sink *s);
-static void peer_check(struct fab_ep *e, struct sink *s);
+static void lose_connection(struct fab_ep *e, struct rpcrdma__sink *s);
+static void peer_check(struct fab_ep *e, struct rpcrdma__sink *s);
 
-static void cq_error(struct fab_ep *e, struct sink *s)
+static void cq_error(struct fab_ep *e, struct rpcrdma__sink *s)
 {
 	struct fi_cq_err_entry err;
 
@@ -301,13 +192,13 @@ static void cq_error(struct fab_ep *e, struct sink *s)
 		return;
 	if (err.op_context == &e->ctrl.fctx || err.op_context == &e->ctrl.tx_fctx)
 		return;  /* control traffic of an endpoint being torn down */
-	piece_done(e, (struct fab_piece *)err.op_context, map_err(err.err), 0, s);
+	rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)err.op_context, map_err(err.err), 0, s);
 }
 
 /* Read the CQ until it is empty; completions go to s first, the stash after. A peer's
  * DISCONNECT is acted on only after the whole batch: tearing down frees the outstanding
  * ops, and later entries of the same batch may still name them. */
-static void cq_drain(struct fab_ep *e, struct sink *s)
+static void cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 {
 	struct fi_cq_msg_entry ent[CQ_BATCH];
 	ssize_t n, i;
@@ -317,7 +208,9 @@ static void cq_drain(struct fab_ep *e, struct sink *s)
 			e->peer_gone = 0;
 			lose_connection(e, s);
 		}
+		busy_begin(e);
 		n = fi_cq_read(e->cq, ent, CQ_BATCH);
+		busy_end(e);
 		if (n == -FI_EAVAIL) {
 			cq_error(e, s);
 			continue;
@@ -330,12 +223,13 @@ static void cq_drain(struct fab_ep *e, struct sink *s)
 			else if (ent[i].op_context == &e->ctrl.tx_fctx)
 				continue;  /* a control send finishing late */
 			else
-				piece_done(e, (struct fab_piece *)ent[i].op_context, 0, ent[i].len, s);
+				rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)ent[i].op_context, 0,
+						    (uint32_t)ent[i].len, s);
 		}
 	}
 }
 
-static void eq_check(struct fab_ep *e, struct sink *s)
+static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
 {
 	struct fi_eq_cm_entry ent;
 	uint32_t event;
@@ -357,10 +251,8 @@ static void eq_check(struct fab_ep *e, struct sink *s)
 
 /* The connection is gone: let libfabric finish what it can, close the endpoint so it
  * touches nothing more, then complete everything still outstanding with DISCONN. */
-static void lose_connection(struct fab_ep *e, struct sink *s)
+static void lose_connection(struct fab_ep *e, struct rpcrdma__sink *s)
 {
-	struct rpcrdma_cqe ev = { NULL, RPCRDMA_OP_DISCONNECT, 0, -RPCRDMA_ERR_DISCONN };
-
 	if (!e->ep)
 		return;
 	e->base.connected = 0;
@@ -368,11 +260,7 @@ static void lose_connection(struct fab_ep *e, struct sink *s)
 	fi_close(&e->ep->fid);
 	e->ep = NULL;
 	cq_drain(e, s);
-	emit(e, s, &ev);
-	while (e->ops) {
-		e->ops->status = -RPCRDMA_ERR_DISCONN;
-		op_finish(e, e->ops, s);
-	}
+	rpcrdma__opq_fail_all(&e->q, s);
 }
 
 /* ---- endpoints: creation ---- */
@@ -409,9 +297,7 @@ static struct fab_ep *ep_alloc(struct fab_prov *fp)
 	e->fp = fp;
 	e->epfd = -1;
 	e->pidfd = -1;
-	e->stash_cap = 4;
-	e->stash = calloc(e->stash_cap, sizeof(*e->stash));
-	if (!e->stash) {
+	if (rpcrdma__opq_init(&e->q, fp->base.caps.tx_depth, fp->base.caps.rx_depth)) {
 		free(e);
 		return NULL;
 	}
@@ -431,15 +317,147 @@ static void lst_unlink(struct fab_ep *e)
 	e->lst = NULL;
 }
 
+/* ---- shm: processes killed holding a region's lock ----
+ *
+ * libfabric 1.17's shm keeps a spin lock in each endpoint's shared region: the owner
+ * takes it to progress, a peer to post to it. A process killed while holding one (it
+ * does while it polls or posts) leaves whoever needs that lock spinning for ever inside
+ * libfabric, and with it every connection that thread serves. peer_alive_now() keeps us
+ * from posting to a peer already dead; the watchdog covers the rest. Every libfabric call
+ * on an emulated endpoint is timed (busy_begin/_end); a call stuck for WD_DEAD_MS while
+ * the connection's peer is dead, or for WD_STUCK_MS in any case (a spin lock is held for
+ * microseconds, so its holder is dead or stopped), has the lock it waits for released:
+ * the peer region's if held, else our own. */
+#define WD_EVERY_MS 10
+#define WD_DEAD_MS 50
+#define WD_STUCK_MS 500
+
+static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fab_ep *wd_eps;
+static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
+
+static int peer_dead(const struct fab_ep *e)
+{
+	if (e->pidfd >= 0)
+		return rpcrdma__pid_gone(e->pidfd);
+	return e->peer_pid && !rpcrdma__pid_exists(e->peer_pid);
+}
+
+static void wd_check(struct fab_ep *e)
+{
+	int64_t since = __atomic_load_n(&e->busy_since, __ATOMIC_ACQUIRE), stuck;
+
+	if (!since)
+		return;
+	stuck = rpcrdma__now_ms() - since;
+	if (stuck < WD_DEAD_MS || (stuck < WD_STUCK_MS && !peer_dead(e)))
+		return;
+	if (rpcrdma__shm_region_unlock(e->peer_hdr) || rpcrdma__shm_region_unlock(e->own_hdr))
+		fprintf(stderr, "librpcrdma: shm: released a region lock held for %" PRId64
+				" ms (peer process %u %s)\n", stuck, e->peer_pid,
+			peer_dead(e) ? "dead" : "alive");
+}
+
+static void *watchdog(void *arg)
+{
+	struct timespec ts = { 0, WD_EVERY_MS * 1000000L };
+	struct fab_ep *e;
+
+	(void)arg;
+	for (;;) {
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&wd_lock);
+		for (e = wd_eps; e; e = e->wd_next)
+			wd_check(e);
+		pthread_mutex_unlock(&wd_lock);
+	}
+	return NULL;
+}
+
+static void wd_start(void)
+{
+	pthread_t t;
+	pthread_attr_t a;
+
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_create(&t, &a, watchdog, NULL);
+	pthread_attr_destroy(&a);
+}
+
+static void wd_list(struct fab_ep *e)
+{
+	if (e->watched || (!e->own_hdr && !e->peer_hdr))
+		return;
+	pthread_once(&wd_once, wd_start);
+	pthread_mutex_lock(&wd_lock);
+	e->wd_prev = NULL;
+	e->wd_next = wd_eps;
+	if (wd_eps)
+		wd_eps->wd_prev = e;
+	wd_eps = e;
+	e->watched = 1;
+	pthread_mutex_unlock(&wd_lock);
+}
+
+/* The region named by a provider name (len bytes, not NUL-terminated); pid 0 when its
+ * owner is not known yet (a listener). */
+static void *map_region(const void *name, size_t len, uint32_t pid)
+{
+	char buf[CTRL_NAME_MAX + 1];
+
+	if (len == 0 || len > CTRL_NAME_MAX)
+		return NULL;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	return rpcrdma__shm_region_map(buf, pid);
+}
+
+/* Our own region, once the endpoint is enabled. */
+static void wd_watch_own(struct fab_ep *e)
+{
+	char name[CTRL_NAME_MAX];
+	size_t len = sizeof(name);
+
+	if (!fi_getname(&e->ep->fid, name, &len))
+		e->own_hdr = map_region(name, len, (uint32_t)getpid());
+	wd_list(e);
+}
+
+/* The peer's region (the listener's while connecting, the connection's after). */
+static void wd_watch_peer(struct fab_ep *e, const void *name, size_t len, uint32_t pid)
+{
+	void *hdr = map_region(name, len, pid);
+
+	pthread_mutex_lock(&wd_lock);
+	rpcrdma__shm_region_unmap(e->peer_hdr);
+	e->peer_hdr = hdr;
+	pthread_mutex_unlock(&wd_lock);
+	wd_list(e);
+}
+
+static void wd_unwatch(struct fab_ep *e)
+{
+	pthread_mutex_lock(&wd_lock);
+	if (e->watched) {
+		if (e->wd_prev)
+			e->wd_prev->wd_next = e->wd_next;
+		else
+			wd_eps = e->wd_next;
+		if (e->wd_next)
+			e->wd_next->wd_prev = e->wd_prev;
+		e->watched = 0;
+	}
+	pthread_mutex_unlock(&wd_lock);
+	rpcrdma__shm_region_unmap(e->peer_hdr);
+	rpcrdma__shm_region_unmap(e->own_hdr);
+	e->peer_hdr = e->own_hdr = NULL;
+}
+
 static void ep_free(struct fab_ep *e)
 {
+	wd_unwatch(e);
 	lst_unlink(e);
-	while (e->ops) {
-		struct fab_op *op = e->ops;
-
-		op_unlink(e, op);
-		free(op);
-	}
 	if (e->ep)
 		fi_close(&e->ep->fid);
 	if (e->ctrl.mr)
@@ -454,7 +472,7 @@ static void ep_free(struct fab_ep *e)
 		close(e->epfd);
 	if (e->pidfd >= 0)
 		close(e->pidfd);
-	free(e->stash);
+	rpcrdma__opq_free(&e->q);
 	free(e);
 }
 
@@ -556,7 +574,7 @@ static int fab_wait(struct rpcrdma_ep *base, int timeout_ms)
 		cq_drain(e, NULL);
 		eq_check(e, NULL);
 		peer_check(e, NULL);
-		if (e->stash_n)
+		if (e->q.stash_n)
 			return 0;
 		if (!e->ep)
 			return -RPCRDMA_ERR_DISCONN;
@@ -575,26 +593,26 @@ static int fab_wait(struct rpcrdma_ep *base, int timeout_ms)
 
 /* An emulated connection's peer that ended without a word (SIGKILL) is gone all the
  * same: looked at every PEER_CHECK_MS while the endpoint is idle. */
-static void peer_check(struct fab_ep *e, struct sink *s)
+static void peer_check(struct fab_ep *e, struct rpcrdma__sink *s)
 {
 	int64_t now;
 
-	if (e->pidfd < 0 || !e->ep)
+	if ((e->pidfd < 0 && !e->peer_pid) || !e->ep)
 		return;
 	now = rpcrdma__now_ms();
 	if (now - e->peer_checked < PEER_CHECK_MS)
 		return;
 	e->peer_checked = now;
-	if (rpcrdma__pid_gone(e->pidfd))
+	if (e->pidfd >= 0 ? rpcrdma__pid_gone(e->pidfd) : !rpcrdma__pid_exists(e->peer_pid))
 		lose_connection(e, s);
 }
 
 static int fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
-	struct sink s = { out, max, 0 };
+	struct rpcrdma__sink s = { out, max, 0 };
 
-	s.n = stash_pop(e, out, max);
+	s.n = rpcrdma__opq_pop(&e->q, out, max);
 	if (s.n < max) {
 		cq_drain(e, &s);
 		if (s.n == 0)
@@ -636,19 +654,22 @@ static int fab_names(struct rpcrdma_ep *base, void *local, size_t *llen, void *p
 
 /* ---- posting ---- */
 
-static struct fab_op *op_new(uint32_t opcode, uint32_t npieces, void *ctx)
+/* shm keeps a spin lock in each process's shared region and takes the peer's to post to
+ * it; a peer killed while holding its own lock (it does while it polls) would make every
+ * later post to it spin forever. So a post to an emulated connection's peer first looks
+ * whether that process still lives, and a dead one ends the connection instead. A peer
+ * killed in the microseconds between this look and the post can still hold us: that
+ * residue is libfabric shm's (docs/PROVIDERS.md). */
+static int peer_alive_now(struct fab_ep *e)
 {
-	struct fab_op *op = calloc(1, sizeof(*op) + npieces * sizeof(struct fab_piece));
-	uint32_t i;
+	int gone;
 
-	if (!op)
-		return NULL;
-	op->ctx = ctx;
-	op->opcode = opcode;
-	op->npieces = npieces;
-	for (i = 0; i < npieces; i++)
-		op->pieces[i].op = op;
-	return op;
+	if (!e->ep || (e->pidfd < 0 && !e->peer_pid))
+		return e->ep != NULL;
+	gone = e->pidfd >= 0 ? rpcrdma__pid_gone(e->pidfd) : !rpcrdma__pid_exists(e->peer_pid);
+	if (gone)
+		lose_connection(e, NULL);
+	return !gone;
 }
 
 /* Retry a post that found libfabric's queue full, driving progress meanwhile, for at
@@ -660,180 +681,74 @@ static struct fab_op *op_new(uint32_t opcode, uint32_t npieces, void *ctx)
 	do {                                                                        \
 		int64_t until_ = rpcrdma__now_ms() + POST_RETRY_MS;                 \
 		unsigned spins_ = 0;                                                \
-		while (((rc) = (call)) == -FI_EAGAIN && (e)->ep &&                  \
-		       rpcrdma__now_ms() < until_) {                                \
+		for (;;) {                                                          \
+			if (!peer_alive_now(e)) {                                   \
+				(rc) = -FI_ENOTCONN;                                \
+				break;                                              \
+			}                                                           \
+			busy_begin(e);                                              \
+			(rc) = (call);                                              \
+			busy_end(e);                                                \
+			if ((rc) != -FI_EAGAIN || rpcrdma__now_ms() >= until_)      \
+				break;                                              \
 			cq_drain((e), NULL);                                        \
 			backoff(&spins_);                                           \
 		}                                                                   \
 	} while (0)
 
-static int queue_room(struct fab_ep *e, uint32_t opcode, uint32_t n)
+static void *sge_desc(struct rpcrdma_mr *mr)
 {
-	const struct rpcrdma_prov_caps *c = &e->fp->base.caps;
-
-	if (!e->ep)
-		return -RPCRDMA_ERR_DISCONN;
-	if (opcode == RPCRDMA_OP_RECV && e->rx_used + n > c->rx_depth)
-		return -RPCRDMA_ERR_AGAIN;
-	if (opcode != RPCRDMA_OP_RECV && e->tx_used + n > c->tx_depth)
-		return -RPCRDMA_ERR_AGAIN;
-	return stash_reserve(e, n);
+	return ((struct fab_mr *)mr)->desc;
 }
 
-static void *sge_desc(const struct rpcrdma_sge *sge)
+/* One libfabric call per piece (rpcrdma__post_fn). */
+static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
+		      struct rpcrdma_mr *mr, uint64_t raddr, uint32_t key, struct rpcrdma__piece *pc)
 {
-	return ((struct fab_mr *)sge->mr)->desc;
-}
-
-static int post_one(struct fab_ep *e, uint32_t opcode, const struct rpcrdma_sge *sge, void *ctx)
-{
-	struct fab_op *op;
+	struct fab_ep *e = impl;
+	void *desc = sge_desc(mr), *fctx = pc->ctx;
 	ssize_t rc;
-	int room = queue_room(e, opcode, 1);
 
-	if (room)
-		return room;
-	op = op_new(opcode, 1, ctx);
-	if (!op)
-		return -RPCRDMA_ERR_NOMEM;
 	if (opcode == RPCRDMA_OP_RECV && e->fp->rdm)
-		POST_RETRY(e, rc, fi_trecv(e->ep, sge->addr, sge->len, sge_desc(sge), e->peer,
-					   TAG_DATA, 0, &op->pieces[0].fctx));
+		POST_RETRY(e, rc, fi_trecv(e->ep, laddr, len, desc, e->peer, TAG_DATA, 0, fctx));
 	else if (opcode == RPCRDMA_OP_RECV)
-		POST_RETRY(e, rc, fi_recv(e->ep, sge->addr, sge->len, sge_desc(sge), 0,
-					  &op->pieces[0].fctx));
-	else if (e->fp->rdm)
-		POST_RETRY(e, rc, fi_tsend(e->ep, sge->addr, sge->len, sge_desc(sge), e->peer,
-					   TAG_DATA, &op->pieces[0].fctx));
+		POST_RETRY(e, rc, fi_recv(e->ep, laddr, len, desc, 0, fctx));
+	else if (opcode == RPCRDMA_OP_SEND && e->fp->rdm)
+		POST_RETRY(e, rc, fi_tsend(e->ep, laddr, len, desc, e->peer, TAG_DATA, fctx));
+	else if (opcode == RPCRDMA_OP_SEND)
+		POST_RETRY(e, rc, fi_send(e->ep, laddr, len, desc, 0, fctx));
+	else if (opcode == RPCRDMA_OP_READ)
+		POST_RETRY(e, rc, fi_read(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
 	else
-		POST_RETRY(e, rc, fi_send(e->ep, sge->addr, sge->len, sge_desc(sge), 0,
-					  &op->pieces[0].fctx));
-	if (rc) {
-		free(op);
+		POST_RETRY(e, rc, fi_write(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
+	if (rc)
 		return e->ep ? map_err((int)rc) : -RPCRDMA_ERR_DISCONN;
-	}
-	op->pending = 1;
-	op->len = opcode == RPCRDMA_OP_SEND ? sge->len : 0;
-	op_link(e, op);
-	if (opcode == RPCRDMA_OP_RECV)
-		e->rx_used++;
-	else
-		e->tx_used++;
 	return 0;
 }
 
 static int fab_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
 {
-	return post_one((struct fab_ep *)base, RPCRDMA_OP_RECV, sge, ctx);
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	return rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_RECV, sge, ctx, post_piece, e);
 }
 
 static int fab_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
 {
-	return post_one((struct fab_ep *)base, RPCRDMA_OP_SEND, sge, ctx);
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	return rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_SEND, sge, ctx, post_piece, e);
 }
 
-/* Pieces needed to pair nlocal local pieces with nremote remote segments. */
-static uint32_t count_pieces(const struct rpcrdma_sge *l, uint32_t nl,
-			     const struct rpcrdma_segment *r, uint32_t nr)
-{
-	uint32_t li = 0, ri = 0, lo = 0, ro = 0, n = 0;
-
-	while (li < nl && ri < nr) {
-		uint32_t step = l[li].len - lo < r[ri].length - ro ? l[li].len - lo : r[ri].length - ro;
-
-		n++;
-		lo += step;
-		ro += step;
-		if (lo == l[li].len) {
-			li++;
-			lo = 0;
-		}
-		if (ro == r[ri].length) {
-			ri++;
-			ro = 0;
-		}
-	}
-	return n;
-}
-
-static ssize_t rma_piece(struct fab_ep *e, uint32_t opcode, void *laddr, size_t len, void *desc,
-			 uint64_t raddr, uint64_t key, void *fctx)
-{
-	ssize_t rc;
-
-	if (opcode == RPCRDMA_OP_READ)
-		POST_RETRY(e, rc, fi_read(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
-	else
-		POST_RETRY(e, rc, fi_write(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
-	return rc;
-}
-
-/* Post each piece; after a failure the posted ones still complete, and the op then
- * reports the failure. */
-static int post_pieces(struct fab_ep *e, struct fab_op *op, const struct rpcrdma_sge *l,
-		       uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr)
-{
-	uint32_t li = 0, ri = 0, lo = 0, ro = 0, k = 0;
-
-	while (li < nl && ri < nr) {
-		uint32_t step = l[li].len - lo < r[ri].length - ro ? l[li].len - lo : r[ri].length - ro;
-		ssize_t rc = rma_piece(e, op->opcode, (uint8_t *)l[li].addr + lo, step,
-				       sge_desc(&l[li]), r[ri].offset + ro, r[ri].handle,
-				       &op->pieces[k].fctx);
-
-		if (rc) {
-			op->status = e->ep ? map_err((int)rc) : -RPCRDMA_ERR_DISCONN;
-			break;
-		}
-		op->pending++;
-		k++;
-		lo += step;
-		ro += step;
-		if (lo == l[li].len) {
-			li++;
-			lo = 0;
-		}
-		if (ro == r[ri].length) {
-			ri++;
-			ro = 0;
-		}
-	}
-	return (int)k;
-}
-
-/* The op is linked and holds a "posting" reference while its pieces are posted: posting
- * may drive progress (queue full), and pieces already posted may complete meanwhile. */
 static int fab_post_rma(struct rpcrdma_ep *base, uint32_t opcode, const struct rpcrdma_sge *l,
 			uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr, void *ctx)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
-	uint32_t n = count_pieces(l, nl, r, nr), i;
-	struct fab_op *op;
-	int rc = queue_room(e, opcode, n), posted;
 
-	if (rc)
-		return rc;
-	op = op_new(opcode, n, ctx);
-	if (!op)
-		return -RPCRDMA_ERR_NOMEM;
-	for (i = 0; i < nl; i++)
-		op->len += l[i].len;
-	op_link(e, op);
-	e->tx_used += n;
-	op->pending = 1;
-	posted = post_pieces(e, op, l, nl, r, nr);
-	e->tx_used -= n - (uint32_t)posted;
-	op->npieces = (uint32_t)posted;
-	if (posted == 0) {
-		rc = op->status;
-		op_unlink(e, op);
-		free(op);
-		return rc;
-	}
-	if (--op->pending == 0)
-		op_finish(e, op, NULL);
-	return 0;
+	return rpcrdma__post_rma(&e->q, e->ep != NULL, opcode, l, nl, r, nr, ctx, post_piece, e);
 }
+
+_Static_assert(sizeof(struct fi_context2) <= RPCRDMA__PIECE_CTX, "a piece holds fi_context2");
 
 /* ---- memory ---- */
 
@@ -1221,14 +1136,19 @@ static int ctrl_setup(struct fab_ep *e)
 static int ctrl_progress(struct fab_ep *e, const void *want)
 {
 	struct fi_cq_msg_entry ent;
-	ssize_t n = fi_cq_read(e->cq, &ent, 1);
+	ssize_t n;
+
+	busy_begin(e);
+	n = fi_cq_read(e->cq, &ent, 1);
+	busy_end(e);
 
 	if (n == 1 && ent.op_context == want)
 		return 1;
 	if (n == 1 && ent.op_context == &e->ctrl.fctx)
 		handle_ctrl(e, ent.len);
 	else if (n == 1 && ent.op_context != &e->ctrl.tx_fctx)
-		piece_done(e, (struct fab_piece *)ent.op_context, 0, ent.len, NULL);
+		rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)ent.op_context, 0,
+				    (uint32_t)ent.len, NULL);
 	else if (n == -FI_EAVAIL)
 		cq_error(e, NULL);
 	return 0;
@@ -1250,8 +1170,10 @@ static int ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const void *
 		name_len = 0;
 	len = ctrl_encode(e->ctrl.tx, type, name, name_len, pdata, plen);
 	for (;;) {
+		busy_begin(e);
 		rc = (int)fi_tsend(e->ep, e->ctrl.tx, len, e->ctrl.mr->desc, to, TAG_CTRL,
 				   &e->ctrl.tx_fctx);
+		busy_end(e);
 		if (rc != -FI_EAGAIN || !e->ep || rpcrdma__now_ms() >= deadline)
 			break;
 		if (rpcrdma__pid_gone(pidfd))
@@ -1346,7 +1268,10 @@ static int rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l
 	if (rc)
 		return rc;
 	l->lep->base.connected = 1;
-	return ctrl_setup(l->lep);
+	rc = ctrl_setup(l->lep);
+	if (!rc)
+		wd_watch_own(l->lep);
+	return rc;
 }
 
 /* Wait for a control message of one of the wanted types (a bit per type); others are
@@ -1359,7 +1284,11 @@ static int ctrl_wait(struct fab_ep *e, int timeout_ms, uint32_t want, struct ctr
 	unsigned spins = 0;
 
 	for (;;) {
-		ssize_t n = fi_cq_read(e->cq, &ent, 1);
+		ssize_t n;
+
+		busy_begin(e);
+		n = fi_cq_read(e->cq, &ent, 1);
+		busy_end(e);
 
 		if (n == 1 && ent.op_context == &e->ctrl.fctx) {
 			if (ctrl_decode(e->ctrl.buf, ent.len, v) == 0 && v->type < 32 &&
@@ -1402,6 +1331,8 @@ static int rdm_new_ep(struct fab_prov *fp, struct fab_ep **out)
 	fi_freeinfo(info);
 	if (!rc)
 		rc = ctrl_setup(*out);
+	if (!rc)
+		wd_watch_own(*out);
 	if (rc && *out) {
 		ep_free(*out);
 		*out = NULL;
@@ -1421,8 +1352,11 @@ static int rdm_accept(struct fab_connreq *r, const void *pdata, size_t len, int 
 	rc = rdm_new_ep(r->l->fp, &e);
 	if (!rc) {
 		e->pidfd = rpcrdma__pid_watch(r->pid);
+		e->peer_pid = r->pid;
 		rc = av_insert_name(e, r->name, r->name_len, &e->peer);
 	}
+	if (!rc)
+		wd_watch_peer(e, r->name, r->name_len, r->pid);
 	if (!rc)
 		rc = ctrl_send(e, e->peer, CTRL_ACCEPT, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
 			       e->pidfd);
@@ -1468,6 +1402,8 @@ static int rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, si
 	rdm_listener_name(port, name, sizeof(name));
 	rc = av_insert_name(e, name, strlen(name), &listener);
 	if (!rc)
+		wd_watch_peer(e, name, strlen(name), 0);
+	if (!rc)
 		rc = ctrl_send(e, listener, CTRL_CONNREQ, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
 			       -1);
 	if (rc == -RPCRDMA_ERR_TIMEDOUT)
@@ -1484,6 +1420,8 @@ static int rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, si
 	}
 	copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, v.pdata, v.pdata_len);
 	e->pidfd = rpcrdma__pid_watch(v.pid);
+	e->peer_pid = v.pid;
+	wd_watch_peer(e, v.name, v.name_len, v.pid);
 	ctrl_post_recv(e);
 	e->base.connected = 1;
 	*out = e;

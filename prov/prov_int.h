@@ -91,6 +91,12 @@ int rpcrdma__prov_fabric_open(const char *name, struct rpcrdma_prov **out, char 
 			      size_t errlen);
 int rpcrdma__prov_fabric_probe(struct rpcrdma_prov_caps *out, int max);
 int rpcrdma__prov_mock_open(struct rpcrdma_prov **out);
+#ifdef RPCRDMA_HAVE_VERBS
+/* prov_verbs.c: RDMA CM and verbs directly; domain NULL = the first device. */
+int rpcrdma__prov_verbs_open(const char *domain, struct rpcrdma_prov **out, char *err,
+			     size_t errlen);
+int rpcrdma__prov_verbs_probe(struct rpcrdma_prov_caps *out, int max);
+#endif
 
 /* shm_life.c: emulated connections over shm survive killed processes. */
 int rpcrdma__shm_name_claim(const char *name, int *lockfd);
@@ -99,6 +105,11 @@ void rpcrdma__shm_reap(void);
 int rpcrdma__pid_watch(uint32_t pid);
 int rpcrdma__pid_exists(uint32_t pid);
 int rpcrdma__pid_gone(int pidfd);
+/* The header of a peer's region (libfabric 1.17 only; NULL otherwise), to release a lock
+ * its dead owner held: 1 if it was held. */
+void *rpcrdma__shm_region_map(const char *name, uint32_t pid);
+void rpcrdma__shm_region_unmap(void *hdr);
+int rpcrdma__shm_region_unlock(void *hdr);
 
 /* Monotonic milliseconds, for timeouts in the I/O layers. */
 int64_t rpcrdma__now_ms(void);

@@ -1,12 +1,20 @@
 /* What libfabric's shm provider leaves to us for the connections we emulate on it
- * (prov_fabric.c): a process killed with SIGKILL says nothing to its peers and leaves its
- * shared-memory regions behind in /dev/shm.
+ * (prov_fabric.c): a process killed with SIGKILL says nothing to its peers, leaves its
+ * shared-memory regions behind in /dev/shm, and may die holding the spin lock of its
+ * region, which its peers take to post to it.
  *
  * - A listener owns its fixed name ("rpcrdma_<port>") through a lock file that the kernel
  *   releases when the process dies however it dies; a region of that name without a live
  *   owner is stale and is removed, so a restarted server gets its port back.
  * - Regions of dead processes are removed (ours only: same user, a name that starts
  *   with a process id that no longer exists), so killed clients do not fill /dev/shm.
+ *   Not at once: a message the dead process sent may still be queued at a peer, and
+ *   libfabric maps the sender's region by name when it takes the message (and crashes
+ *   when the region is gone). The first sweep marks the region (sticky bit, which also
+ *   stamps its ctime), a sweep REAP_GRACE_S later removes it.
+ * - A connection maps the first page of its peer's region itself, so that a lock the
+ *   peer died holding can be released (rpcrdma__shm_region_unlock). This knows the
+ *   region header of libfabric 1.17 (SMR_VERSION 4) and does nothing with another.
  * - Each side learns the other's process id when the connection is made and watches it
  *   with a pidfd, which becomes readable when that process ends: that is the disconnect
  *   a killed peer never sends. */
@@ -14,11 +22,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -27,6 +38,13 @@
 #include "prov_int.h"
 
 #define SHM_DIR "/dev/shm"
+#define REAP_GRACE_S 5
+/* libfabric 1.17's struct smr_region starts: u8 version, u8 resv, u16 flags, int pid,
+ * two u8 caps, u32 max_sar_buf_per_peer, void *base_addr, pthread_spinlock_t lock. */
+#define SMR17_VERSION 4
+#define SMR17_PID_OFF 4
+#define SMR17_LOCK_OFF 24
+#define SMR17_HDR_LEN 4096
 
 /* The file of a region named `name` (libfabric drops its "fi_shm://" prefix); names
  * come from readdir() or our own listeners, so they fit. */
@@ -112,6 +130,16 @@ static int listener_orphaned(const char *name, const struct stat *st)
 	return orphan;
 }
 
+/* Marked on first sight (the sticky bit; chmod stamps ctime), removed once the mark is
+ * REAP_GRACE_S old. */
+static void reap_after_grace(const char *path, const struct stat *st)
+{
+	if (!(st->st_mode & S_ISVTX))
+		chmod(path, (st->st_mode & 07777) | S_ISVTX);
+	else if (time(NULL) - st->st_ctime >= REAP_GRACE_S)
+		unlink(path);
+}
+
 void rpcrdma__shm_reap(void)
 {
 	DIR *d = opendir(SHM_DIR);
@@ -130,8 +158,9 @@ void rpcrdma__shm_reap(void)
 		snprintf(path, sizeof(path), SHM_DIR "/%s", de->d_name);
 		if (lstat(path, &st) || !S_ISREG(st.st_mode) || st.st_uid != me)
 			continue;
-		if ((pid && pid != getpid() && process_gone(pid)) ||
-		    (!pid && listener_orphaned(de->d_name, &st)))
+		if (pid && pid != getpid() && process_gone(pid))
+			reap_after_grace(path, &st);
+		else if (!pid && listener_orphaned(de->d_name, &st))
 			unlink(path);
 	}
 	closedir(d);
@@ -158,4 +187,56 @@ int rpcrdma__pid_gone(int pidfd)
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
 	return pidfd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+void *rpcrdma__shm_region_map(const char *name, uint32_t pid)
+{
+#if UINTPTR_MAX == 0xffffffffffffffffu
+	char path[300];
+	uint8_t *hdr;
+	uint32_t owner;
+	int fd;
+
+	region_path(name, "", path, sizeof(path));
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	hdr = mmap(NULL, SMR17_HDR_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (hdr == MAP_FAILED)
+		return NULL;
+	memcpy(&owner, hdr + SMR17_PID_OFF, sizeof(owner));
+	if (hdr[0] != SMR17_VERSION || (pid && owner != pid) || sizeof(pthread_spinlock_t) != 4) {
+		munmap(hdr, SMR17_HDR_LEN);
+		return NULL;
+	}
+	return hdr;
+#else
+	(void)name;
+	(void)pid;
+	return NULL;
+#endif
+}
+
+void rpcrdma__shm_region_unmap(void *hdr)
+{
+	if (hdr)
+		munmap(hdr, SMR17_HDR_LEN);
+}
+
+/* Only for a region whose owner is dead: its lock then has no holder that will ever
+ * release it, and whoever waits for it spins for ever. */
+int rpcrdma__shm_region_unlock(void *hdr)
+{
+	pthread_spinlock_t *lock;
+
+	if (!hdr)
+		return 0;
+	lock = (pthread_spinlock_t *)((uint8_t *)hdr + SMR17_LOCK_OFF);
+	if (pthread_spin_trylock(lock) == 0) {
+		pthread_spin_unlock(lock);
+		return 0;
+	}
+	pthread_spin_unlock(lock);
+	return 1;
 }

@@ -3,7 +3,11 @@
 if [ "${PEER_LIB_TMP:-}" = 1 ]; then
 	out=$(mktemp -d)
 	peer_cleanup() {
-		[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
+		if [ -n "${spid:-}" ] && kill "$spid" 2>/dev/null; then
+			# a server left running would weigh on whatever runs next
+			for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+			kill -9 "$spid" 2>/dev/null
+		fi
 		rm -rf "$out"
 	}
 	trap peer_cleanup EXIT
