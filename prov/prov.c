@@ -1,4 +1,5 @@
 /* The provider layer's public face: argument checks, then the implementation's ops. */
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -84,6 +85,16 @@ int rpcrdma_prov_open(const char *name, struct rpcrdma_prov **out, char *err, si
 		name = "tcp";
 	if (!strcmp(name, "mock"))
 		return rpcrdma__prov_mock_open(out);
+#ifdef RPCRDMA_HAVE_VERBS
+	/* our own verbs provider (RFC 8797's private data as kernel peers read it) */
+	if (!strcmp(name, "verbs"))
+		return rpcrdma__prov_verbs_open(NULL, out, err, errlen);
+	if (!strncmp(name, "verbs:", 6))
+		return rpcrdma__prov_verbs_open(name + 6, out, err, errlen);
+#endif
+	/* "fi_NAME": libfabric's provider of that name, where ours has it too */
+	if (!strncmp(name, "fi_", 3))
+		name += 3;
 	return rpcrdma__prov_fabric_open(name, out, err, errlen);
 }
 
@@ -100,9 +111,22 @@ const struct rpcrdma_prov_caps *rpcrdma_prov_caps(const struct rpcrdma_prov *p)
 
 int rpcrdma_prov_probe(struct rpcrdma_prov_caps *out, int max)
 {
+	int n;
+
 	if (!out || max < 0)
 		return -RPCRDMA_ERR_INVAL;
-	return rpcrdma__prov_fabric_probe(out, max);
+	n = rpcrdma__prov_fabric_probe(out, max);
+#ifdef RPCRDMA_HAVE_VERBS
+	{
+		int i;
+
+		for (i = 0; i < n; i++)   /* libfabric's verbs answers to "fi_verbs" */
+			if (!strcmp(out[i].name, "verbs"))
+				snprintf(out[i].name, sizeof(out[i].name), "fi_verbs");
+		n += rpcrdma__prov_verbs_probe(out + n, max - n);
+	}
+#endif
+	return n;
 }
 
 int rpcrdma_listen(struct rpcrdma_prov *p, const char *host, uint16_t port,

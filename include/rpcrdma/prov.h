@@ -1,9 +1,11 @@
 /* librpcrdma — the RDMA provider layer (prov/): one contract, several implementations.
  *
  *   "tcp"    libfabric FI_EP_MSG over TCP sockets: any Linux host (the default)
- *   "verbs"  libfabric FI_EP_MSG on InfiniBand / RoCE / iWARP hardware
+ *   "verbs"  RDMA CM + verbs directly, on InfiniBand / RoCE / iWARP hardware; RFC 8797
+ *            private data exactly as kernel peers read it ("verbs:DEVICE" picks one)
  *   "shm"    libfabric FI_EP_RDM over shared memory, one host; connections emulated
- *   any other libfabric provider name that meets the requirements below
+ *   "fi_NAME" libfabric's provider NAME (e.g. "fi_verbs"); any other libfabric provider
+ *            name that meets the requirements below works without the prefix
  *   "mock"   in-process, deterministic, with fault injection (tests)
  *
  * The contract, which every implementation keeps:

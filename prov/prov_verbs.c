@@ -1,0 +1,922 @@
+/* The verbs provider: RDMA CM (librdmacm) and verbs (libibverbs) driven directly, for
+ * InfiniBand, RoCE and iWARP — the way the Linux kernel's NFS/RDMA client and server
+ * drive them.
+ *
+ * Why not libfabric's verbs provider: it puts a header of its own (a length byte) in
+ * front of the connection private data, so RFC 8797's block does not start the private
+ * data a kernel peer reads, and a kernel peer's block is taken for that header. Here the
+ * private data handed to rdma_connect()/rdma_accept()/rdma_reject() is exactly the
+ * caller's bytes, and a peer's is read from the first byte (verbs_cm_param() and
+ * verbs_peer_pdata(), the rules RFC 8797 §3 relies on). libfabric's verbs stays
+ * reachable as "fi_verbs".
+ *
+ * One device per provider handle ("verbs" = the first, "verbs:mlx5_1" = that one): its
+ * protection domain holds every registration. A connection is one RC queue pair with its
+ * own completion queue, completion channel and CM event channel; rpcrdma_ep_fd() is an
+ * epoll over the last two. Work requests carry one local and one remote segment; the
+ * operation bookkeeping is prov_opq.c's, shared with the libfabric provider. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "prov_int.h"
+#include "prov_opq.h"
+#include "prov_verbs.h"
+
+#define VB_DEPTH 128u             /* work requests per direction */
+#define VB_RD_ATOM 16u            /* RDMA Reads in flight, each way, at most */
+#define VB_RESOLVE_MS 2000
+#define VB_CONNECT_MS 10000       /* when the caller gives no time-out */
+#define VB_BACKLOG 128
+#define VB_CQ_BATCH 16
+#define VB_SPIN_BEFORE_BLOCK 200
+#define VB_FLUSH_MS 200           /* for flushed work requests to come back */
+#define VB_ACK_EVERY 64
+
+struct vb_prov {
+	struct rpcrdma_prov base;
+	struct ibv_context **devs;   /* rdma_get_devices(), freed at close */
+	struct ibv_context *ctx;     /* the device */
+	struct ibv_pd *pd;
+	uint8_t rd_atom, init_depth;
+};
+
+struct vb_mr {
+	struct rpcrdma_mr base;
+	struct ibv_mr *mr;
+};
+
+struct vb_ep {
+	struct rpcrdma_ep base;
+	struct vb_prov *vp;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	int qp_live;                 /* the QP exists and the connection stands */
+	int broken;                  /* a completion in error: tear down after the batch */
+	int epfd;
+	unsigned cq_events;          /* completion events not yet acknowledged */
+	struct rpcrdma__opq q;
+};
+
+struct vb_listener {
+	struct rpcrdma_listener base;
+	struct vb_prov *vp;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+};
+
+struct vb_connreq {
+	struct rpcrdma_connreq base;
+	struct vb_listener *l;
+	struct rdma_cm_id *id;       /* the new connection's */
+	uint8_t peer_rd_atom, peer_init_depth;
+};
+
+static const struct rpcrdma_prov_ops vb_ops;
+
+/* ---- the bytes on the wire: private data exactly the caller's (RFC 8797) ---- */
+
+void rpcrdma__verbs_cm_param(struct rdma_conn_param *p, const void *pdata, size_t len,
+			     uint8_t responder_resources, uint8_t initiator_depth)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = len ? pdata : NULL;
+	p->private_data_len = (uint8_t)len;
+	p->responder_resources = responder_resources;
+	p->initiator_depth = initiator_depth;
+	p->flow_control = 1;
+	p->retry_count = 7;
+	/* RPC-over-RDMA's credits keep a receive posted for every Send the peer may make
+	 * (RFC 5666 §3.3); a Send that still meets none is retried, not failed */
+	p->rnr_retry_count = 7;
+}
+
+/* Fabrics pad private data (InfiniBand: 56 bytes in a request, 196 in a reply); the
+ * block starts at the first byte and the padding is kept (rpcrdma_pdata_decode allows
+ * it), up to RPCRDMA_PDATA_MAX. */
+size_t rpcrdma__verbs_peer_pdata(const struct rdma_conn_param *p, uint8_t *out)
+{
+	size_t len = p->private_data ? p->private_data_len : 0;
+
+	if (len > RPCRDMA_PDATA_MAX)
+		len = RPCRDMA_PDATA_MAX;
+	if (len)
+		memcpy(out, p->private_data, len);
+	return len;
+}
+
+/* ---- errors ---- */
+
+static int map_errno(int e)
+{
+	switch (e) {
+	case 0: return 0;
+	case EAGAIN:
+	case ENOMEM: return -RPCRDMA_ERR_AGAIN;   /* a work queue is full */
+	case ETIMEDOUT: return -RPCRDMA_ERR_TIMEDOUT;
+	case ECONNREFUSED: return -RPCRDMA_ERR_REFUSED;
+	case EADDRINUSE:
+	case EADDRNOTAVAIL:
+	case ENODEV: return -RPCRDMA_ERR_ADDR;
+	case EINVAL: return -RPCRDMA_ERR_INVAL;
+	default: return -RPCRDMA_ERR_IO;
+	}
+}
+
+static int map_wc(enum ibv_wc_status st)
+{
+	switch (st) {
+	case IBV_WC_SUCCESS: return 0;
+	case IBV_WC_WR_FLUSH_ERR:
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_RNR_RETRY_EXC_ERR: return -RPCRDMA_ERR_DISCONN;
+	case IBV_WC_REM_ACCESS_ERR:
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_LOC_ACCESS_ERR: return -RPCRDMA_ERR_ACCESS;
+	case IBV_WC_LOC_LEN_ERR:
+	case IBV_WC_REM_INV_REQ_ERR: return -RPCRDMA_ERR_PROTO;
+	default: return -RPCRDMA_ERR_IO;
+	}
+}
+
+static void set_err(char *err, size_t errlen, const char *msg, const char *arg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, msg, arg);
+}
+
+static int nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -1 : 0;
+}
+
+/* ---- CM events ---- */
+
+/* The next event on ch within timeout_ms (-1: forever); the caller acks it. */
+static int cm_next(struct rdma_event_channel *ch, int timeout_ms, struct rdma_cm_event **ev)
+{
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+		int64_t left = deadline - rpcrdma__now_ms();
+
+		if (rdma_get_cm_event(ch, ev) == 0)
+			return 0;
+		if (errno != EAGAIN && errno != EINTR)
+			return map_errno(errno);
+		if (left <= 0)
+			return -RPCRDMA_ERR_TIMEDOUT;
+		poll(&p, 1, left > 1000 ? 1000 : (int)left);
+	}
+}
+
+/* Wait for one event of type want on a connecting id; any other ends the wait with the
+ * error that event means. *ev is left for the caller (to read, then ack) on success. */
+static int cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
+		     int timeout_ms, struct rdma_cm_event **ev)
+{
+	int rc = cm_next(ch, timeout_ms, ev);
+
+	if (rc)
+		return rc;
+	if ((*ev)->event == want)
+		return 0;
+	switch ((*ev)->event) {
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR: rc = -RPCRDMA_ERR_ADDR; break;
+	case RDMA_CM_EVENT_UNREACHABLE: rc = -RPCRDMA_ERR_REFUSED; break;
+	/* IB_CM_REJ_CONSUMER_DEFINED (28): the listener said no; anything else (no
+	 * listener on that port, iWARP's ECONNREFUSED): nobody there */
+	case RDMA_CM_EVENT_REJECTED:
+		rc = (*ev)->status == 28 ? -RPCRDMA_ERR_REJECTED : -RPCRDMA_ERR_REFUSED;
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL: rc = -RPCRDMA_ERR_NOPROV; break;
+	default: rc = -RPCRDMA_ERR_DISCONN; break;
+	}
+	rdma_ack_cm_event(*ev);
+	*ev = NULL;
+	return rc;
+}
+
+/* ---- endpoints ---- */
+
+static struct vb_ep *ep_alloc(struct vb_prov *vp)
+{
+	struct vb_ep *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->base.prov = &vp->base;
+	e->vp = vp;
+	e->epfd = -1;
+	if (rpcrdma__opq_init(&e->q, vp->base.caps.tx_depth, vp->base.caps.rx_depth)) {
+		free(e);
+		return NULL;
+	}
+	e->ch = rdma_create_event_channel();
+	if (!e->ch || nonblock(e->ch->fd)) {
+		if (e->ch)
+			rdma_destroy_event_channel(e->ch);
+		rpcrdma__opq_free(&e->q);
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+static int epoll_add(int epfd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* Completion channel, CQ and RC queue pair on the id's device, and the wait fd. */
+static int ep_make_qp(struct vb_ep *e)
+{
+	const struct rpcrdma_prov_caps *c = &e->vp->base.caps;
+	struct ibv_qp_init_attr qa;
+
+	if (e->id->verbs != e->vp->ctx)
+		return -RPCRDMA_ERR_ADDR;   /* the address is on another device */
+	e->cc = ibv_create_comp_channel(e->vp->ctx);
+	if (!e->cc || nonblock(e->cc->fd))
+		return -RPCRDMA_ERR_IO;
+	e->cq = ibv_create_cq(e->vp->ctx, (int)(c->tx_depth + c->rx_depth), e, e->cc, 0);
+	if (!e->cq)
+		return -RPCRDMA_ERR_NOMEM;
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = e->cq;
+	qa.recv_cq = e->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.sq_sig_all = 1;
+	qa.cap.max_send_wr = c->tx_depth;
+	qa.cap.max_recv_wr = c->rx_depth;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(e->id, e->vp->pd, &qa))
+		return map_errno(errno);
+	e->qp_live = 1;
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (e->epfd < 0 || epoll_add(e->epfd, e->cc->fd) || epoll_add(e->epfd, e->ch->fd))
+		return -RPCRDMA_ERR_IO;
+	return 0;
+}
+
+static void ack_cq_events(struct vb_ep *e)
+{
+	if (e->cq && e->cq_events) {
+		ibv_ack_cq_events(e->cq, e->cq_events);
+		e->cq_events = 0;
+	}
+}
+
+static void cq_drain(struct vb_ep *e, struct rpcrdma__sink *s);
+
+/* Flushed work requests come back as completions once the QP is in error; they are
+ * given VB_FLUSH_MS before the QP is destroyed and what is left is failed here. */
+static void flush_qp(struct vb_ep *e, struct rpcrdma__sink *s)
+{
+	int64_t until = rpcrdma__now_ms() + VB_FLUSH_MS;
+
+	rdma_disconnect(e->id);   /* moves the QP to the error state */
+	while (e->q.ops && rpcrdma__now_ms() < until)
+		cq_drain(e, s);
+	rdma_destroy_qp(e->id);
+	cq_drain(e, s);
+}
+
+/* The connection is gone: nothing more can complete after this. */
+static void lose_connection(struct vb_ep *e, struct rpcrdma__sink *s)
+{
+	if (!e->qp_live)
+		return;
+	e->qp_live = 0;
+	e->base.connected = 0;
+	flush_qp(e, s);
+	rpcrdma__opq_fail_all(&e->q, s);
+}
+
+static void cq_drain(struct vb_ep *e, struct rpcrdma__sink *s)
+{
+	struct ibv_wc wc[VB_CQ_BATCH];
+	int n, i;
+
+	while (e->cq && (n = ibv_poll_cq(e->cq, VB_CQ_BATCH, wc)) > 0) {
+		for (i = 0; i < n; i++) {
+			int st = map_wc(wc[i].status);
+
+			if (st)
+				e->broken = 1;
+			rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)(uintptr_t)wc[i].wr_id,
+					    st, wc[i].opcode == IBV_WC_RECV ? wc[i].byte_len : 0, s);
+		}
+	}
+}
+
+/* Disconnects and errors reported by the CM on the connection's own channel. */
+static void cm_check(struct vb_ep *e, struct rpcrdma__sink *s)
+{
+	struct rdma_cm_event *ev;
+
+	while (rdma_get_cm_event(e->ch, &ev) == 0) {
+		int gone = ev->event == RDMA_CM_EVENT_DISCONNECTED ||
+			   ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+			   ev->event == RDMA_CM_EVENT_CONNECT_ERROR;
+
+		rdma_ack_cm_event(ev);
+		if (gone)
+			e->broken = 1;
+	}
+	if (e->broken) {
+		e->broken = 0;
+		lose_connection(e, s);
+	}
+}
+
+static void ep_free(struct vb_ep *e)
+{
+	if (e->qp_live) {
+		e->qp_live = 0;
+		flush_qp(e, NULL);
+	}
+	ack_cq_events(e);
+	if (e->cq)
+		ibv_destroy_cq(e->cq);
+	if (e->cc)
+		ibv_destroy_comp_channel(e->cc);
+	if (e->id)
+		rdma_destroy_id(e->id);
+	if (e->ch)
+		rdma_destroy_event_channel(e->ch);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	rpcrdma__opq_free(&e->q);
+	free(e);
+}
+
+/* ---- connecting ---- */
+
+static int resolve(struct vb_ep *e, const char *host, uint16_t port, int timeout_ms)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	struct rdma_cm_event *ev;
+	char serv[8];
+	int rc, ms = timeout_ms >= 0 && timeout_ms < VB_RESOLVE_MS ? timeout_ms : VB_RESOLVE_MS;
+
+	snprintf(serv, sizeof(serv), "%u", port);
+	if (getaddrinfo(host, serv, &hints, &ai))
+		return -RPCRDMA_ERR_ADDR;
+	rc = rdma_resolve_addr(e->id, NULL, ai->ai_addr, ms) ? map_errno(errno) : 0;
+	freeaddrinfo(ai);
+	if (!rc)
+		rc = cm_expect(e->ch, RDMA_CM_EVENT_ADDR_RESOLVED, ms + 500, &ev);
+	if (rc)
+		return rc;
+	rdma_ack_cm_event(ev);
+	rc = rdma_resolve_route(e->id, ms) ? map_errno(errno) : 0;
+	if (!rc)
+		rc = cm_expect(e->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, ms + 500, &ev);
+	if (!rc)
+		rdma_ack_cm_event(ev);
+	return rc;
+}
+
+static int vb_connect(struct rpcrdma_prov *p, const char *host, uint16_t port,
+		      const void *pdata, size_t len, int timeout_ms, struct rpcrdma_ep **out)
+{
+	struct vb_prov *vp = (struct vb_prov *)p;
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	struct vb_ep *e = ep_alloc(vp);
+	int rc;
+
+	if (!e)
+		return -RPCRDMA_ERR_NOMEM;
+	rc = rdma_create_id(e->ch, &e->id, e, RDMA_PS_TCP) ? map_errno(errno) : 0;
+	if (!rc)
+		rc = resolve(e, host ? host : "127.0.0.1", port, timeout_ms);
+	if (!rc)
+		rc = ep_make_qp(e);
+	if (rc)
+		goto out_free;
+	rpcrdma__verbs_cm_param(&cp, pdata, len, vp->rd_atom, vp->init_depth);
+	rc = rdma_connect(e->id, &cp) ? map_errno(errno) : 0;
+	if (!rc)
+		rc = cm_expect(e->ch, RDMA_CM_EVENT_ESTABLISHED,
+			       timeout_ms < 0 ? VB_CONNECT_MS : timeout_ms, &ev);
+	if (rc)
+		goto out_free;
+	e->base.peer_pdata_len = rpcrdma__verbs_peer_pdata(&ev->param.conn, e->base.peer_pdata);
+	rdma_ack_cm_event(ev);
+	e->base.connected = 1;
+	*out = &e->base;
+	return 0;
+out_free:
+	ep_free(e);
+	return rc;
+}
+
+/* ---- listening ---- */
+
+static int vb_listen(struct rpcrdma_prov *p, const char *host, uint16_t port,
+		     struct rpcrdma_listener **out)
+{
+	struct vb_prov *vp = (struct vb_prov *)p;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai = NULL;
+	struct vb_listener *l = calloc(1, sizeof(*l));
+	char serv[8];
+	int rc = -RPCRDMA_ERR_IO, off = 0;
+
+	if (!l)
+		return -RPCRDMA_ERR_NOMEM;
+	l->base.prov = p;
+	l->vp = vp;
+	snprintf(serv, sizeof(serv), "%u", port);
+	hints.ai_family = host ? AF_UNSPEC : AF_INET;
+	if (getaddrinfo(host, serv, &hints, &ai)) {
+		rc = -RPCRDMA_ERR_ADDR;
+		goto out_free;
+	}
+	l->ch = rdma_create_event_channel();
+	if (!l->ch || nonblock(l->ch->fd) || rdma_create_id(l->ch, &l->id, l, RDMA_PS_TCP))
+		goto out_free;
+	/* "::" takes IPv4 too, as a TCP socket would */
+	if (ai->ai_family == AF_INET6)
+		rdma_set_option(l->id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &off, sizeof(off));
+	if (rdma_bind_addr(l->id, ai->ai_addr) || rdma_listen(l->id, VB_BACKLOG)) {
+		rc = map_errno(errno);
+		goto out_free;
+	}
+	freeaddrinfo(ai);
+	l->base.port = ntohs(rdma_get_src_port(l->id));
+	*out = &l->base;
+	return 0;
+out_free:
+	if (ai)
+		freeaddrinfo(ai);
+	if (l->id)
+		rdma_destroy_id(l->id);
+	if (l->ch)
+		rdma_destroy_event_channel(l->ch);
+	free(l);
+	return rc;
+}
+
+static int vb_listener_get(struct rpcrdma_listener *base, int timeout_ms,
+			   struct rpcrdma_connreq **out)
+{
+	struct vb_listener *l = (struct vb_listener *)base;
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+
+	for (;;) {
+		int64_t left = deadline - rpcrdma__now_ms();
+		struct rdma_cm_event *ev;
+		struct vb_connreq *r;
+		int rc = cm_next(l->ch, left < 0 ? 0 : (int)(left > INT32_MAX ? INT32_MAX : left), &ev);
+
+		if (rc)
+			return rc;
+		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			rdma_ack_cm_event(ev);   /* events of ids not yet migrated: none of ours */
+			continue;
+		}
+		r = calloc(1, sizeof(*r));
+		if (!r || ev->id->verbs != l->vp->ctx) {
+			/* no memory, or a request that came in on another device */
+			rdma_reject(ev->id, NULL, 0);
+			rdma_destroy_id(ev->id);
+			rdma_ack_cm_event(ev);
+			free(r);
+			continue;
+		}
+		r->base.prov = base->prov;
+		r->l = l;
+		r->id = ev->id;
+		r->peer_rd_atom = ev->param.conn.responder_resources;
+		r->peer_init_depth = ev->param.conn.initiator_depth;
+		r->base.pdata_len = rpcrdma__verbs_peer_pdata(&ev->param.conn, r->base.pdata);
+		rdma_ack_cm_event(ev);
+		*out = &r->base;
+		return 0;
+	}
+}
+
+static int vb_listener_fd(const struct rpcrdma_listener *base)
+{
+	return ((const struct vb_listener *)base)->ch->fd;
+}
+
+static int copy_sockaddr(const struct sockaddr *sa, void *addr, size_t *len)
+{
+	size_t n = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					     : sizeof(struct sockaddr_in);
+
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+		return -RPCRDMA_ERR_NOPROV;
+	if (*len < n)
+		return -RPCRDMA_ERR_NOSPC;
+	memcpy(addr, sa, n);
+	*len = n;
+	return 0;
+}
+
+static int vb_listener_addr(const struct rpcrdma_listener *base, void *addr, size_t *len)
+{
+	return copy_sockaddr(rdma_get_local_addr(((const struct vb_listener *)base)->id), addr, len);
+}
+
+static void vb_listener_close(struct rpcrdma_listener *base)
+{
+	struct vb_listener *l = (struct vb_listener *)base;
+
+	rdma_destroy_id(l->id);
+	rdma_destroy_event_channel(l->ch);
+	free(l);
+}
+
+static uint8_t min8(uint8_t a, uint8_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The new id moves to a channel of its own before it is accepted, so that its events
+ * (established, disconnected) reach the connection and not the listener. */
+static int vb_accept(struct rpcrdma_connreq *base, const void *pdata, size_t len,
+		     int timeout_ms, struct rpcrdma_ep **out)
+{
+	struct vb_connreq *r = (struct vb_connreq *)base;
+	struct vb_prov *vp = r->l->vp;
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	struct vb_ep *e = ep_alloc(vp);
+	int rc;
+
+	if (!e) {
+		rdma_reject(r->id, NULL, 0);
+		rdma_destroy_id(r->id);
+		free(r);
+		return -RPCRDMA_ERR_NOMEM;
+	}
+	e->id = r->id;
+	e->id->context = e;
+	rc = rdma_migrate_id(e->id, e->ch) ? map_errno(errno) : 0;
+	if (!rc)
+		rc = ep_make_qp(e);
+	if (rc) {
+		rdma_reject(e->id, NULL, 0);
+		goto out_free;
+	}
+	/* we answer no more Reads than it may issue, and issue no more than it answers */
+	rpcrdma__verbs_cm_param(&cp, pdata, len, min8(vp->rd_atom, r->peer_init_depth),
+				min8(vp->init_depth, r->peer_rd_atom));
+	rc = rdma_accept(e->id, &cp) ? map_errno(errno) : 0;
+	if (!rc)
+		rc = cm_expect(e->ch, RDMA_CM_EVENT_ESTABLISHED,
+			       timeout_ms < 0 ? VB_CONNECT_MS : timeout_ms, &ev);
+	if (rc)
+		goto out_free;
+	rdma_ack_cm_event(ev);
+	memcpy(e->base.peer_pdata, r->base.pdata, r->base.pdata_len);
+	e->base.peer_pdata_len = r->base.pdata_len;
+	e->base.connected = 1;
+	free(r);
+	*out = &e->base;
+	return 0;
+out_free:
+	free(r);
+	ep_free(e);
+	return rc;
+}
+
+static void vb_reject(struct rpcrdma_connreq *base, const void *pdata, size_t len)
+{
+	struct vb_connreq *r = (struct vb_connreq *)base;
+
+	rdma_reject(r->id, len ? pdata : NULL, (uint8_t)len);
+	rdma_destroy_id(r->id);
+	free(r);
+}
+
+static void vb_ep_close(struct rpcrdma_ep *base)
+{
+	ep_free((struct vb_ep *)base);
+}
+
+/* ---- memory ---- */
+
+static int vb_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
+		     struct rpcrdma_mr **out)
+{
+	struct vb_prov *vp = (struct vb_prov *)p;
+	struct vb_mr *m = calloc(1, sizeof(*m));
+	int flags = IBV_ACCESS_LOCAL_WRITE;   /* receives and RDMA Read targets */
+
+	if (!m)
+		return -RPCRDMA_ERR_NOMEM;
+	if (access & RPCRDMA_ACC_REMOTE_READ)
+		flags |= IBV_ACCESS_REMOTE_READ;
+	if (access & RPCRDMA_ACC_REMOTE_WRITE)
+		flags |= IBV_ACCESS_REMOTE_WRITE;
+	m->mr = ibv_reg_mr(vp->pd, addr, len, flags);
+	if (!m->mr) {
+		int rc = map_errno(errno);
+
+		free(m);
+		return rc == -RPCRDMA_ERR_AGAIN ? -RPCRDMA_ERR_NOMEM : rc;
+	}
+	m->base.handle = m->mr->rkey;
+	m->base.offset = (uint64_t)(uintptr_t)addr;
+	m->base.addr = addr;
+	m->base.len = len;
+	m->base.access = access;
+	m->base.prov = p;
+	*out = &m->base;
+	return 0;
+}
+
+static int vb_mr_dereg(struct rpcrdma_mr *base)
+{
+	struct vb_mr *m = (struct vb_mr *)base;
+	int rc = ibv_dereg_mr(m->mr) ? -RPCRDMA_ERR_IO : 0;
+
+	free(m);
+	return rc;
+}
+
+/* ---- posting ---- */
+
+/* One work request per piece (rpcrdma__post_fn), always signalled. */
+static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
+		      struct rpcrdma_mr *mr, uint64_t raddr, uint32_t key, struct rpcrdma__piece *pc)
+{
+	struct vb_ep *e = impl;
+	struct ibv_sge sge = { (uintptr_t)laddr, len, ((struct vb_mr *)mr)->mr->lkey };
+	int rc;
+
+	if (opcode == RPCRDMA_OP_RECV) {
+		struct ibv_recv_wr wr = { .wr_id = (uintptr_t)pc, .sg_list = &sge, .num_sge = 1 },
+				   *bad;
+
+		rc = ibv_post_recv(e->id->qp, &wr, &bad);
+	} else {
+		struct ibv_send_wr wr = { .wr_id = (uintptr_t)pc, .sg_list = &sge,
+					  .num_sge = len ? 1 : 0, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		wr.opcode = opcode == RPCRDMA_OP_SEND ? IBV_WR_SEND
+			  : opcode == RPCRDMA_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = key;
+		rc = ibv_post_send(e->id->qp, &wr, &bad);
+	}
+	return map_errno(rc);
+}
+
+static int vb_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
+{
+	struct vb_ep *e = (struct vb_ep *)base;
+
+	return rpcrdma__post_one(&e->q, e->qp_live, RPCRDMA_OP_RECV, sge, ctx, post_piece, e);
+}
+
+static int vb_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
+{
+	struct vb_ep *e = (struct vb_ep *)base;
+
+	return rpcrdma__post_one(&e->q, e->qp_live, RPCRDMA_OP_SEND, sge, ctx, post_piece, e);
+}
+
+static int vb_post_rma(struct rpcrdma_ep *base, uint32_t opcode, const struct rpcrdma_sge *l,
+		       uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr, void *ctx)
+{
+	struct vb_ep *e = (struct vb_ep *)base;
+
+	return rpcrdma__post_rma(&e->q, e->qp_live, opcode, l, nl, r, nr, ctx, post_piece, e);
+}
+
+/* ---- progress ---- */
+
+static int vb_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
+{
+	struct vb_ep *e = (struct vb_ep *)base;
+	struct rpcrdma__sink s = { out, max, 0 };
+
+	s.n = rpcrdma__opq_pop(&e->q, out, max);
+	if (s.n < max && e->qp_live) {
+		cq_drain(e, &s);
+		cm_check(e, &s);
+	}
+	return s.n;
+}
+
+/* Armed, then looked at once more (a completion may have come before the arming), then
+ * asleep on the completion and CM channels. */
+static int fd_wait(struct vb_ep *e, int timeout_ms)
+{
+	struct epoll_event ev;
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	int n;
+
+	if (ibv_req_notify_cq(e->cq, 0))
+		return -RPCRDMA_ERR_IO;
+	cq_drain(e, NULL);
+	if (e->q.stash_n)
+		return 0;
+	do
+		n = epoll_wait(e->epfd, &ev, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	while (ibv_get_cq_event(e->cc, &cq, &cq_ctx) == 0)
+		if (++e->cq_events >= VB_ACK_EVERY)
+			ack_cq_events(e);
+	return n > 0 ? 0 : -RPCRDMA_ERR_TIMEDOUT;
+}
+
+static int vb_wait(struct rpcrdma_ep *base, int timeout_ms)
+{
+	struct vb_ep *e = (struct vb_ep *)base;
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+	unsigned spins = 0;
+
+	for (;;) {
+		if (e->qp_live) {
+			cq_drain(e, NULL);
+			cm_check(e, NULL);
+		}
+		if (e->q.stash_n)
+			return 0;
+		if (!e->qp_live)
+			return -RPCRDMA_ERR_DISCONN;
+		if (rpcrdma__now_ms() >= deadline)
+			return -RPCRDMA_ERR_TIMEDOUT;
+		if (++spins > VB_SPIN_BEFORE_BLOCK) {
+			int64_t left = deadline - rpcrdma__now_ms();
+
+			fd_wait(e, left > 100 ? 100 : (int)(left < 0 ? 0 : left));
+		}
+	}
+}
+
+static int vb_ep_fd(const struct rpcrdma_ep *base)
+{
+	return ((const struct vb_ep *)base)->epfd;
+}
+
+static int vb_peer_addr(struct rpcrdma_ep *base, void *addr, size_t *len)
+{
+	struct vb_ep *e = (struct vb_ep *)base;
+
+	return copy_sockaddr(rdma_get_peer_addr(e->id), addr, len);
+}
+
+static int vb_names(struct rpcrdma_ep *base, void *local, size_t *llen, void *peer, size_t *plen)
+{
+	struct vb_ep *e = (struct vb_ep *)base;
+	int rc = copy_sockaddr(rdma_get_local_addr(e->id), local, llen);
+
+	return rc ? rc : copy_sockaddr(rdma_get_peer_addr(e->id), peer, plen);
+}
+
+/* ---- provider ---- */
+
+static void vb_close(struct rpcrdma_prov *p)
+{
+	struct vb_prov *vp = (struct vb_prov *)p;
+
+	if (vp->pd)
+		ibv_dealloc_pd(vp->pd);
+	if (vp->devs)
+		rdma_free_devices(vp->devs);
+	free(vp);
+}
+
+static const struct rpcrdma_prov_ops vb_ops = {
+	.close = vb_close,
+	.listen = vb_listen,
+	.listener_get = vb_listener_get,
+	.listener_fd = vb_listener_fd,
+	.listener_close = vb_listener_close,
+	.accept = vb_accept,
+	.reject = vb_reject,
+	.connect = vb_connect,
+	.ep_close = vb_ep_close,
+	.mr_reg = vb_mr_reg,
+	.mr_dereg = vb_mr_dereg,
+	.post_recv = vb_post_recv,
+	.post_send = vb_post_send,
+	.post_rma = vb_post_rma,
+	.poll = vb_poll,
+	.wait = vb_wait,
+	.ep_fd = vb_ep_fd,
+	.listener_addr = vb_listener_addr,
+	.peer_addr = vb_peer_addr,
+	.names = vb_names,
+};
+
+static uint32_t min32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+static void fill_caps(struct rpcrdma_prov_caps *c, struct ibv_context *ctx,
+		      const struct ibv_device_attr *a)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "verbs");
+	snprintf(c->fabric, sizeof(c->fabric), "%s", ibv_get_device_name(ctx->device));
+	c->ep_type = RPCRDMA_EP_MSG;
+	c->key_size = 4;
+	c->prov_keys = 1;
+	c->virt_addr = 1;
+	c->write_send_ordered = 1;   /* RC: a Send is delivered after the Writes before it */
+	c->enforces_access = 1;
+	c->iov_limit = 1;
+	c->rma_iov_limit = 1;
+	c->tx_depth = min32(VB_DEPTH, (uint32_t)a->max_qp_wr);
+	c->rx_depth = min32(VB_DEPTH, (uint32_t)a->max_qp_wr);
+	c->has_fd = 1;
+	c->max_msg_size = (size_t)1 << 31;   /* an RC message, at most */
+}
+
+/* The device named (NULL: the first). */
+static struct ibv_context *pick_device(struct ibv_context **devs, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!name || !name[0] || !strcmp(ibv_get_device_name(devs[i]->device), name))
+			return devs[i];
+	return NULL;
+}
+
+int rpcrdma__prov_verbs_open(const char *domain, struct rpcrdma_prov **out, char *err,
+			     size_t errlen)
+{
+	struct vb_prov *vp = calloc(1, sizeof(*vp));
+	struct ibv_device_attr attr;
+	int n = 0, rc = -RPCRDMA_ERR_NOPROV;
+
+	if (!vp)
+		return -RPCRDMA_ERR_NOMEM;
+	vp->base.ops = &vb_ops;
+	vp->devs = rdma_get_devices(&n);
+	vp->ctx = vp->devs ? pick_device(vp->devs, n, domain) : NULL;
+	if (!vp->ctx) {
+		set_err(err, errlen, n ? "verbs: no RDMA device named '%s' (rpcrdma info lists them)"
+				       : "verbs: no RDMA device here%s",
+			n ? domain : "");
+		goto out_close;
+	}
+	if (ibv_query_device(vp->ctx, &attr)) {
+		set_err(err, errlen, "verbs: cannot query device %s",
+			ibv_get_device_name(vp->ctx->device));
+		goto out_close;
+	}
+	vp->pd = ibv_alloc_pd(vp->ctx);
+	if (!vp->pd) {
+		set_err(err, errlen, "verbs: cannot allocate a protection domain on %s",
+			ibv_get_device_name(vp->ctx->device));
+		goto out_close;
+	}
+	fill_caps(&vp->base.caps, vp->ctx, &attr);
+	vp->rd_atom = (uint8_t)min32(VB_RD_ATOM, (uint32_t)attr.max_qp_rd_atom);
+	vp->init_depth = (uint8_t)min32(VB_RD_ATOM, (uint32_t)attr.max_qp_init_rd_atom);
+	*out = &vp->base;
+	return 0;
+out_close:
+	vb_close(&vp->base);
+	return rc;
+}
+
+int rpcrdma__prov_verbs_probe(struct rpcrdma_prov_caps *out, int max)
+{
+	struct ibv_context **devs;
+	int n = 0, i, k = 0;
+
+	devs = rdma_get_devices(&n);
+	for (i = 0; devs && i < n && k < max; i++) {
+		struct ibv_device_attr attr;
+
+		if (ibv_query_device(devs[i], &attr))
+			continue;
+		fill_caps(&out[k++], devs[i], &attr);
+	}
+	if (devs)
+		rdma_free_devices(devs);
+	return k;
+}

@@ -1,0 +1,361 @@
+/* The verbs provider (prov/prov_verbs.c) against the stand-in for rdma-core in
+ * tests/fake_rdma (loaded with LD_PRELOAD; this machine has no RDMA device): the private
+ * data handed to rdma_connect/rdma_accept/rdma_reject is RFC 8797's bytes exactly, a
+ * peer's is read from its first byte whatever the padding; connect, accept, reject,
+ * nobody listening; Send/Receive, RDMA Write and Read scattered on both sides with every
+ * byte checked; a forbidden Write breaks the connection and everything posted completes;
+ * a closed peer flushes the other side's receives; waiting on the descriptor. */
+#include <dlfcn.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "rpcrdma/rpcrdma.h"
+
+enum { FAKE_CONNECT, FAKE_ACCEPT, FAKE_REJECT };
+static int (*fake_last_pdata)(int kind, uint8_t *out);
+
+#define MIB (1024 * 1024)
+
+struct side {
+	struct rpcrdma_listener *l;
+	struct rpcrdma_ep *ep;
+	const uint8_t *pdata;   /* what the server answers with */
+	size_t pdata_len;
+	int reject;
+	uint8_t got[RPCRDMA_PDATA_MAX];   /* the request's private data as the server saw it */
+	size_t got_len;
+	int rc;
+};
+
+static struct rpcrdma_prov *prov;
+static struct rpcrdma_listener *lst;
+
+static void *serve_one(void *arg)
+{
+	struct side *s = arg;
+	struct rpcrdma_connreq *r;
+	const void *pd;
+
+	s->rc = rpcrdma_listener_get(s->l, 5000, &r);
+	if (s->rc)
+		return NULL;
+	pd = rpcrdma_connreq_pdata(r, &s->got_len);
+	memcpy(s->got, pd, s->got_len);
+	if (s->reject) {
+		rpcrdma_reject(r, s->pdata, s->pdata_len);
+		return NULL;
+	}
+	s->rc = rpcrdma_accept(r, s->pdata, s->pdata_len, 5000, &s->ep);
+	return NULL;
+}
+
+/* A connection: the server in a thread of its own, as its accept waits for the client. */
+static int connect_pair(struct side *s, const uint8_t *cpd, size_t clen, struct rpcrdma_ep **cli)
+{
+	pthread_t t;
+	int rc;
+
+	s->l = lst;
+	pthread_create(&t, NULL, serve_one, s);
+	rc = rpcrdma_connect(prov, "127.0.0.1", rpcrdma_listener_port(lst), cpd, clen, 5000, cli);
+	pthread_join(t, NULL);
+	return rc;
+}
+
+static int next(struct rpcrdma_ep *ep, struct rpcrdma_cqe *c)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		if (rpcrdma_ep_poll(ep, c, 1) == 1)
+			return 0;
+		rpcrdma_ep_wait(ep, 10);
+	}
+	return -1;
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return 0;
+	return 1;
+}
+
+static void test_open(void)
+{
+	const struct rpcrdma_prov_caps *c = rpcrdma_prov_caps(prov);
+	struct rpcrdma_prov_caps list[16];
+	struct rpcrdma_prov *p = NULL;
+	char err[160];
+	int i, n, found = 0;
+
+	CHECK(!strcmp(c->name, "verbs"));
+	CHECK(!strcmp(c->fabric, "fakerdma0"));
+	CHECK(c->prov_keys && c->virt_addr && c->enforces_access && c->write_send_ordered);
+	CHECK(c->has_fd == 1 && c->tx_depth > 0 && c->rx_depth > 0);
+	CHECK(rpcrdma_prov_open("verbs:nosuch0", &p, err, sizeof(err)) == -RPCRDMA_ERR_NOPROV);
+	CHECK(strstr(err, "nosuch0") != NULL);
+	CHECK(rpcrdma_prov_open("verbs:fakerdma0", &p, err, sizeof(err)) == 0);
+	rpcrdma_prov_close(p);
+	n = rpcrdma_prov_probe(list, 16);
+	for (i = 0; i < n; i++)
+		found |= !strcmp(list[i].name, "verbs") && !strcmp(list[i].fabric, "fakerdma0");
+	CHECK(found);
+}
+
+/* RFC 8797 §4: the client's block (with our extension) and the server's, byte for byte
+ * as handed to the CM, and each side reads the other's from the first byte although the
+ * fabric padded it. */
+static void test_private_data(void)
+{
+	struct rpcrdma_pdata cp = { .version = 1, .send_size = 4096, .recv_size = 8192,
+				    .ext_flags = RPCRDMA_PDATA_X_REPLY_READS };
+	struct rpcrdma_pdata sp = { .version = 1, .send_size = 2048, .recv_size = 4096 };
+	struct rpcrdma_pdata back;
+	uint8_t cb[RPCRDMA_PDATA_MAX], sb[RPCRDMA_PDATA_MAX], wire[256];
+	struct side s = { 0 };
+	struct rpcrdma_ep *cli = NULL;
+	const uint8_t *peer;
+	size_t plen;
+	int clen = rpcrdma_pdata_encode(&cp, cb, sizeof(cb));
+	int slen = rpcrdma_pdata_encode(&sp, sb, sizeof(sb));
+
+	CHECK(clen == RPCRDMA_PDATA_EXT_LEN && slen == RPCRDMA_PDATA_LEN);
+	s.pdata = sb;
+	s.pdata_len = (size_t)slen;
+	CHECK(connect_pair(&s, cb, (size_t)clen, &cli) == 0);
+	CHECK(s.rc == 0);
+	CHECK(fake_last_pdata(FAKE_CONNECT, wire) == clen && !memcmp(wire, cb, (size_t)clen));
+	CHECK(fake_last_pdata(FAKE_ACCEPT, wire) == slen && !memcmp(wire, sb, (size_t)slen));
+	/* InfiniBand pads a request's to 56 bytes, a reply's to 196 (we keep 56) */
+	CHECK(s.got_len == RPCRDMA_PDATA_MAX && !memcmp(s.got, cb, (size_t)clen) &&
+	      all_zero(s.got + clen, s.got_len - (size_t)clen));
+	CHECK(rpcrdma_pdata_decode(s.got, s.got_len, &back) == 0);
+	CHECK(back.send_size == 4096 && back.recv_size == 8192 &&
+	      back.ext_flags == RPCRDMA_PDATA_X_REPLY_READS);
+	peer = rpcrdma_ep_peer_pdata(cli, &plen);
+	CHECK(plen == RPCRDMA_PDATA_MAX && !memcmp(peer, sb, (size_t)slen) &&
+	      all_zero(peer + slen, plen - (size_t)slen));
+	CHECK(rpcrdma_pdata_decode(peer, plen, &back) == 0);
+	CHECK(back.send_size == 2048 && back.recv_size == 4096 && back.ext_flags == 0);
+	rpcrdma_ep_close(cli);
+	rpcrdma_ep_close(s.ep);
+}
+
+static void test_reject_and_refused(void)
+{
+	static const uint8_t why[4] = { 'R', 'J', 'C', 'T' };
+	struct side s = { .reject = 1, .pdata = why, .pdata_len = sizeof(why) };
+	struct rpcrdma_ep *cli = NULL;
+	uint8_t wire[256];
+
+	CHECK(connect_pair(&s, NULL, 0, &cli) == -RPCRDMA_ERR_REJECTED);
+	CHECK(fake_last_pdata(FAKE_REJECT, wire) == 4 && !memcmp(wire, why, 4));
+	CHECK(rpcrdma_connect(prov, "127.0.0.1", 1, NULL, 0, 2000, &cli) == -RPCRDMA_ERR_REFUSED);
+}
+
+struct bufs {
+	uint8_t *a, *b;
+	struct rpcrdma_mr *ma, *mb;
+};
+
+static void bufs_reg(struct bufs *x, size_t len, unsigned access)
+{
+	x->a = malloc(len);
+	x->b = malloc(len);
+	if (!x->a || !x->b || rpcrdma_mr_reg(prov, x->a, len, access, &x->ma) ||
+	    rpcrdma_mr_reg(prov, x->b, len, RPCRDMA_ACC_LOCAL, &x->mb))
+		abort();
+}
+
+static void bufs_free(struct bufs *x)
+{
+	rpcrdma_mr_dereg(x->ma);
+	rpcrdma_mr_dereg(x->mb);
+	free(x->a);
+	free(x->b);
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed + (i >> 11));
+}
+
+static void test_send_recv(struct rpcrdma_ep *srv, struct rpcrdma_ep *cli)
+{
+	static const uint32_t sizes[] = { 1, 100, 4096, 0 };
+	struct bufs s, c;
+	struct rpcrdma_cqe e;
+	unsigned i;
+
+	bufs_reg(&s, 4 * 4096, RPCRDMA_ACC_LOCAL);
+	bufs_reg(&c, 4096, RPCRDMA_ACC_LOCAL);
+	for (i = 0; i < 4; i++) {
+		struct rpcrdma_sge r = { s.ma, s.a + i * 4096, 4096 };
+
+		CHECK(rpcrdma_post_recv(srv, &r, (void *)(uintptr_t)(i + 1)) == 0);
+	}
+	for (i = 0; i < 4; i++) {
+		struct rpcrdma_sge m = { c.ma, c.a, sizes[i] };
+
+		fill(c.a, sizes[i], i);
+		CHECK(rpcrdma_post_send(cli, &m, &c) == 0);
+		CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_SEND && e.status == 0);
+		CHECK(next(srv, &e) == 0 && e.op == RPCRDMA_OP_RECV && e.status == 0);
+		CHECK((uintptr_t)e.ctx == i + 1 && e.len == sizes[i]);
+		CHECK(!memcmp(s.a + i * 4096, c.a, sizes[i]));
+	}
+	bufs_free(&s);
+	bufs_free(&c);
+}
+
+/* 1 MiB written from 2 local pieces into 3 remote segments, then a Send: the target's
+ * memory is complete when the Send arrives (write_send_ordered). Then read back the same
+ * way. */
+static void test_rma(struct rpcrdma_ep *srv, struct rpcrdma_ep *cli)
+{
+	struct bufs t, c, r;
+	struct rpcrdma_cqe e;
+	struct rpcrdma_sge two[2], one, rb;
+	struct rpcrdma_segment segs[3];
+	uint8_t *note = malloc(64);
+	struct rpcrdma_mr *mn;
+
+	bufs_reg(&t, MIB, RPCRDMA_ACC_REMOTE_WRITE);
+	bufs_reg(&c, MIB, RPCRDMA_ACC_LOCAL);
+	bufs_reg(&r, 64, RPCRDMA_ACC_LOCAL);
+	if (!note || rpcrdma_mr_reg(prov, note, 64, RPCRDMA_ACC_LOCAL, &mn))
+		abort();
+	memset(t.a, 0, MIB);
+	fill(c.a, MIB, 7);
+	two[0] = (struct rpcrdma_sge){ c.ma, c.a, 333333 };
+	two[1] = (struct rpcrdma_sge){ c.ma, c.a + 333333, MIB - 333333 };
+	segs[0] = (struct rpcrdma_segment){ t.ma->handle, 100000, t.ma->offset };
+	segs[1] = (struct rpcrdma_segment){ t.ma->handle, 400000, t.ma->offset + 100000 };
+	segs[2] = (struct rpcrdma_segment){ t.ma->handle, MIB - 500000, t.ma->offset + 500000 };
+	rb = (struct rpcrdma_sge){ r.ma, r.a, 64 };
+	CHECK(rpcrdma_post_recv(srv, &rb, &r) == 0);
+	CHECK(rpcrdma_post_write(cli, two, 2, segs, 3, &t) == 0);
+	one = (struct rpcrdma_sge){ mn, note, 5 };
+	memcpy(note, "done", 5);
+	CHECK(rpcrdma_post_send(cli, &one, note) == 0);
+	CHECK(next(srv, &e) == 0 && e.op == RPCRDMA_OP_RECV && e.status == 0 && e.len == 5);
+	CHECK(!memcmp(t.a, c.a, MIB));
+	CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_WRITE && e.ctx == &t && e.status == 0 &&
+	      e.len == MIB);
+	CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_SEND && e.status == 0);
+	bufs_free(&t);
+
+	bufs_reg(&t, MIB, RPCRDMA_ACC_REMOTE_READ);
+	fill(t.a, MIB, 9);
+	memset(c.a, 0, MIB);
+	segs[0].handle = segs[1].handle = segs[2].handle = t.ma->handle;
+	segs[0].offset = t.ma->offset;
+	segs[1].offset = t.ma->offset + 100000;
+	segs[2].offset = t.ma->offset + 500000;
+	CHECK(rpcrdma_post_read(cli, two, 2, segs, 3, &c) == 0);
+	CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_READ && e.ctx == &c && e.status == 0);
+	CHECK(!memcmp(t.a, c.a, MIB));
+
+	/* a Write into memory registered for Read only: refused, the connection breaks, and
+	 * everything posted on both sides completes */
+	CHECK(rpcrdma_post_recv(srv, &rb, &r) == 0);
+	segs[0] = (struct rpcrdma_segment){ t.ma->handle, 4096, t.ma->offset };
+	one = (struct rpcrdma_sge){ c.ma, c.a, 4096 };
+	fill(c.a, 4096, 1);
+	CHECK(rpcrdma_post_write(cli, &one, 1, segs, 1, &t) == 0);
+	CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_WRITE && e.status == -RPCRDMA_ERR_ACCESS);
+	CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_DISCONNECT);
+	CHECK(!rpcrdma_ep_connected(cli));
+	CHECK(rpcrdma_post_send(cli, &one, NULL) == -RPCRDMA_ERR_DISCONN);
+	fill(c.a, 4096, 9);
+	CHECK(!memcmp(t.a, c.a, 4096));   /* unchanged */
+	CHECK(next(srv, &e) == 0 && e.op == RPCRDMA_OP_RECV && e.status == -RPCRDMA_ERR_DISCONN);
+	CHECK(next(srv, &e) == 0 && e.op == RPCRDMA_OP_DISCONNECT);
+	bufs_free(&t);
+	bufs_free(&c);
+	bufs_free(&r);
+	rpcrdma_mr_dereg(mn);
+	free(note);
+}
+
+static void test_data(void)
+{
+	struct side s = { 0 };
+	struct rpcrdma_ep *cli = NULL;
+
+	CHECK(connect_pair(&s, NULL, 0, &cli) == 0 && s.rc == 0);
+	if (!cli || !s.ep)
+		return;
+	test_send_recv(s.ep, cli);
+	test_rma(s.ep, cli);
+	rpcrdma_ep_close(cli);
+	rpcrdma_ep_close(s.ep);
+}
+
+/* The client goes: the server hears it, and its eight receives come back flushed. */
+static void test_close_flush_and_fd(void)
+{
+	struct side s = { 0 };
+	struct rpcrdma_ep *cli = NULL;
+	struct rpcrdma_cqe e;
+	struct bufs b;
+	int i, recvs = 0, disc = 0;
+	struct pollfd p;
+
+	CHECK(connect_pair(&s, NULL, 0, &cli) == 0 && s.rc == 0);
+	if (!cli || !s.ep)
+		return;
+	bufs_reg(&b, 8 * 1024, RPCRDMA_ACC_LOCAL);
+	for (i = 0; i < 8; i++) {
+		struct rpcrdma_sge r = { b.ma, b.a + i * 1024, 1024 };
+
+		CHECK(rpcrdma_post_recv(s.ep, &r, &b) == 0);
+	}
+	p.fd = rpcrdma_ep_fd(s.ep);
+	p.events = POLLIN;
+	CHECK(p.fd >= 0);
+	CHECK(rpcrdma_ep_wait(s.ep, 50) == -RPCRDMA_ERR_TIMEDOUT);
+	rpcrdma_ep_close(cli);
+	CHECK(poll(&p, 1, 2000) == 1);   /* the CM's event wakes a sleeping server */
+	while (next(s.ep, &e) == 0) {
+		recvs += e.op == RPCRDMA_OP_RECV && e.status == -RPCRDMA_ERR_DISCONN;
+		disc += e.op == RPCRDMA_OP_DISCONNECT;
+		if (recvs == 8 && disc == 1)
+			break;
+	}
+	CHECK(recvs == 8 && disc == 1);
+	rpcrdma_ep_close(s.ep);
+	bufs_free(&b);
+}
+
+int main(void)
+{
+	char err[160];
+
+	*(void **)&fake_last_pdata = dlsym(RTLD_DEFAULT, "fake_rdma_last_pdata");
+	if (!fake_last_pdata) {
+		fprintf(stderr, "run with LD_PRELOAD=libfakerdma.so (tests/fake_rdma)\n");
+		return 1;
+	}
+	if (rpcrdma_prov_open("verbs", &prov, err, sizeof(err)) ||
+	    rpcrdma_listen(prov, "127.0.0.1", 0, &lst)) {
+		fprintf(stderr, "verbs: %s\n", err);
+		return 1;
+	}
+	RUN(test_open);
+	RUN(test_private_data);
+	RUN(test_reject_and_refused);
+	RUN(test_data);
+	RUN(test_close_flush_and_fd);
+	rpcrdma_listener_close(lst);
+	rpcrdma_prov_close(prov);
+	HARNESS_END();
+}
