@@ -972,7 +972,8 @@ static enum clnt_stat rdma_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, voi
 				xdrproc_t xres, void *res, struct timeval tout)
 {
 	struct rdma_clnt *ct = (struct rdma_clnt *)cl->cl_private;
-	int ms;
+	enum clnt_stat stat;
+	int ms, refreshes;
 
 	/* the argument decides message passing, whatever CLSET_TIMEOUT says (libtirpc) */
 	if (tout.tv_sec == 0 && tout.tv_usec == 0)
@@ -980,7 +981,14 @@ static enum clnt_stat rdma_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, voi
 	if (ct->timeout_ms < 0 && timeval_valid(&tout))
 		ct->last_timeout_ms = timeval_ms(tout);
 	ms = ct->timeout_ms >= 0 ? ct->timeout_ms : timeval_ms(tout);
-	return do_call(ct, proc, xargs, args, xres, res, ms);
+	/* as libtirpc's clnt_vc_call: a credential the server refused is refreshed (a new
+	 * RPCSEC_GSS context, say) and the call made again, twice at most */
+	for (refreshes = 2;; refreshes--) {
+		stat = do_call(ct, proc, xargs, args, xres, res, ms);
+		if (stat != RPC_AUTHERROR || refreshes == 0 || !cl->cl_auth ||
+		    !AUTH_REFRESH(cl->cl_auth, NULL))
+			return stat;
+	}
 }
 
 static void rdma_abort(CLIENT *cl)

@@ -5,12 +5,21 @@
 
 #include <stdint.h>
 
-#include "rpcrdma/rpc.h"
+#include "rpcrdma/rpcrdma.h"
 #include "rpctest.h"
 
+/* A hash of (seed, i): no run of bytes repeats elsewhere, in this seed's data or
+ * another's, so a piece of it found in a capture came from that very place. */
 static inline uint8_t rt_byte(uint32_t seed, uint32_t i)
 {
-	return (uint8_t)(seed * 2654435761u + i * 13u + (i >> 10));
+	uint32_t x = seed * 0x9e3779b1u ^ (i >> 2) * 0x85ebca77u;
+
+	x ^= x >> 15;
+	x *= 0x2c1b3c6du;
+	x ^= x >> 12;
+	x *= 0x297a2d39u;
+	x ^= x >> 15;
+	return (uint8_t)(x >> ((i & 3) * 8));
 }
 
 static inline void rt_fill(char *d, uint32_t seed, uint32_t n)

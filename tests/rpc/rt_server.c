@@ -9,6 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef RT_HAVE_GSS
+#include <rpc/rpcsec_gss.h>
+#endif
+
 #include "rt_auth.h"
 #include "rt_common.h"
 
@@ -240,6 +244,14 @@ int main(int argc, char **argv)
 
 	parse(argc, argv);
 	svc_auth_reg(RT_XOR_FLAVOR, rt_xor_handler);
+#ifdef RT_HAVE_GSS
+	/* RPCSEC_GSS (test_gss.sh): the service's key is in $KRB5_KTNAME */
+	if (getenv("RT_GSS_SERVICE") &&
+	    !rpc_gss_set_svc_name(getenv("RT_GSS_SERVICE"), "kerberos_v5", 0, RT_PROG, RT_V1)) {
+		fprintf(stderr, "rpc_gss_set_svc_name(%s) failed\n", getenv("RT_GSS_SERVICE"));
+		return 1;
+	}
+#endif
 	if (so.rpcbind) {
 		rpcrdma_ulb_register(&rt_ulb);
 		return main_rpcbind();
