@@ -316,6 +316,11 @@ static void pend_free(struct pend *p)
 	free(p);
 }
 
+struct rpcrdma_pcap *rpcrdma__cap_sink(const struct cap_ep *s)
+{
+	return s->sink;
+}
+
 void rpcrdma__cap_ep_free(struct cap_ep *s)
 {
 	int i;

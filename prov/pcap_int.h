@@ -105,5 +105,11 @@ void rpcrdma__cap_on_rma(struct cap_ep *s, uint32_t op, const struct rpcrdma_sge
 			 uint32_t nlocal, const struct rpcrdma_segment *remote, uint32_t nremote,
 			 void *ctx);
 void rpcrdma__cap_on_cqe(struct cap_ep *s, const struct rpcrdma_cqe *c);
+/* A file shows cause before effect only if an operation's frames are queued before
+ * anything it causes: prov.c holds the capture's order lock from before a post until its
+ * frames are queued, and while it queues the frames of completions. */
+struct rpcrdma_pcap *rpcrdma__cap_sink(const struct cap_ep *s);
+void rpcrdma__cap_order_lock(struct rpcrdma_pcap *c);
+void rpcrdma__cap_order_unlock(struct rpcrdma_pcap *c);
 
 #endif

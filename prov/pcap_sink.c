@@ -28,6 +28,7 @@ struct pair {
 
 struct rpcrdma_pcap {
 	pthread_mutex_t lock;
+	pthread_mutex_t order;      /* posts and completions of its endpoints (prov.c) */
 	pthread_cond_t wake;
 	pthread_cond_t drained;     /* the writer has nothing left and is not writing */
 	pthread_t writer;
@@ -151,6 +152,7 @@ static void sink_free(struct rpcrdma_pcap *c)
 	pthread_cond_destroy(&c->wake);
 	pthread_cond_destroy(&c->drained);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->order);
 	free(c);
 }
 
@@ -172,6 +174,7 @@ static int sink_alloc(const struct rpcrdma_pcap_opts *o, struct rpcrdma_pcap **o
 	c->fd = -1;
 	c->refs = 1;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->order, NULL);
 	{
 		pthread_condattr_t ca;
 
@@ -504,4 +507,14 @@ struct rpcrdma_pcap *rpcrdma_pcap_default(void)
 	c = dflt;
 	pthread_mutex_unlock(&dflt_lock);
 	return c;
+}
+
+void rpcrdma__cap_order_lock(struct rpcrdma_pcap *c)
+{
+	pthread_mutex_lock(&c->order);
+}
+
+void rpcrdma__cap_order_unlock(struct rpcrdma_pcap *c)
+{
+	pthread_mutex_unlock(&c->order);
 }

@@ -282,7 +282,24 @@ static int sge_ok(const struct rpcrdma_sge *sge)
 }
 
 /* Capture hooks run only after the provider accepted the operation, so the file shows
- * what went on the wire. */
+ * what went on the wire; the capture's order lock is held from before the post, so that
+ * nothing the operation causes (the peer's answer, seen by another thread or, both sides
+ * in one process, sent by the peer) is queued before it (pcap_int.h). */
+static struct rpcrdma_pcap *order_begin(const struct rpcrdma_ep *ep)
+{
+	struct rpcrdma_pcap *c = ep->cap ? rpcrdma__cap_sink(ep->cap) : NULL;
+
+	if (c)
+		rpcrdma__cap_order_lock(c);
+	return c;
+}
+
+static void order_end(struct rpcrdma_pcap *c)
+{
+	if (c)
+		rpcrdma__cap_order_unlock(c);
+}
+
 int rpcrdma_post_recv(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx)
 {
 	int rc;
@@ -297,13 +314,16 @@ int rpcrdma_post_recv(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void
 
 int rpcrdma_post_send(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx)
 {
+	struct rpcrdma_pcap *c;
 	int rc;
 
 	if (!ep || !sge_ok(sge))
 		return -RPCRDMA_ERR_INVAL;
+	c = order_begin(ep);
 	rc = ep->prov->ops->post_send(ep, sge, ctx);
 	if (!rc && ep->cap)
 		rpcrdma__cap_on_send(ep->cap, sge);
+	order_end(c);
 	return rc;
 }
 
@@ -311,6 +331,7 @@ static int post_rma(struct rpcrdma_ep *ep, uint32_t op, const struct rpcrdma_sge
 		    uint32_t nlocal, const struct rpcrdma_segment *remote, uint32_t nremote,
 		    void *ctx)
 {
+	struct rpcrdma_pcap *c;
 	uint64_t total;
 	uint32_t i;
 	int rc;
@@ -323,9 +344,11 @@ static int post_rma(struct rpcrdma_ep *ep, uint32_t op, const struct rpcrdma_sge
 	for (i = 0; i < nlocal; i++)
 		if (!sge_ok(&local[i]))
 			return -RPCRDMA_ERR_INVAL;
+	c = order_begin(ep);
 	rc = ep->prov->ops->post_rma(ep, op, local, nlocal, remote, nremote, ctx);
 	if (!rc && ep->cap)
 		rpcrdma__cap_on_rma(ep->cap, op, local, nlocal, remote, nremote, ctx);
+	order_end(c);
 	return rc;
 }
 
@@ -348,8 +371,13 @@ int rpcrdma_ep_poll(struct rpcrdma_ep *ep, struct rpcrdma_cqe *out, int max)
 	if (!ep || !out || max <= 0)
 		return -RPCRDMA_ERR_INVAL;
 	n = ep->prov->ops->poll(ep, out, max);
-	for (i = 0; ep->cap && i < n; i++)
-		rpcrdma__cap_on_cqe(ep->cap, &out[i]);
+	if (n > 0 && ep->cap) {
+		struct rpcrdma_pcap *c = order_begin(ep);
+
+		for (i = 0; i < n; i++)
+			rpcrdma__cap_on_cqe(ep->cap, &out[i]);
+		order_end(c);
+	}
 	return n;
 }
 

@@ -53,6 +53,14 @@ bad() {
 	fail=1
 }
 
+# On failure, the evidence: the capture, the dump and the log, where CAPTURE_KEEP says
+keep() {
+	[ -n "${CAPTURE_KEEP:-}" ] || return 0
+	mkdir -p "$CAPTURE_KEEP"
+	cp "$out/$1".* "$CAPTURE_KEEP/" 2>/dev/null
+	echo "kept $1.* in $CAPTURE_KEEP"
+}
+
 # Every Send frame (SEND ONLY, or the LAST of a split one) is an rpcordma message, none is
 # malformed or has an error (a bad IP or UDP checksum is one), and tshark's header fields
 # are ours.
@@ -178,7 +186,7 @@ nfs_run() {
 	echo "nfs.pcap: $calls NFS calls, $replies replies, $matched matched; procedures $procs"
 	sends=$(q "$out/nfs.tsv" '$5 != "" && $5 != 3' | wc -l)
 	[ "$((calls + replies))" -eq "$sends" ] && [ "$matched" -eq "$calls" ] ||
-		bad "nfs.pcap: not every call and reply decodes as NFS"
+		{ bad "nfs.pcap: not every call and reply decodes as NFS"; keep nfs; }
 	[ "$procs" = "5 6 7 10 " ] || bad "nfs.pcap: procedures $procs, want READLINK READ WRITE SYMLINK"
 	damaged_files "$out/nfs.pcap"
 	rm -f "$out"/*.pcap
