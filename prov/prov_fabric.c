@@ -574,7 +574,7 @@ static int fab_wait(struct rpcrdma_ep *base, int timeout_ms)
 		cq_drain(e, NULL);
 		eq_check(e, NULL);
 		peer_check(e, NULL);
-		if (e->q.stash_n)
+		if (e->q.stash.n)
 			return 0;
 		if (!e->ep)
 			return -RPCRDMA_ERR_DISCONN;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "prov_int.h"
+#include "prov_opq.h"
 #include "rpcrdma/prov_mock.h"
 
 enum { ST_CONNECTING, ST_CONNECTED, ST_GONE };
@@ -47,8 +48,7 @@ struct mock_ep {
 	struct mock_recv *rq, *rq_tail;
 	struct mock_held *held, *held_tail;
 	struct mock_delayed *delayed;
-	struct rpcrdma_cqe *cq;
-	uint32_t cq_head, cq_n, cq_cap;
+	struct rpcrdma__ring cq;
 	struct mock_ep *all_next;
 };
 
@@ -82,31 +82,11 @@ static const struct rpcrdma_prov_ops mock_ops;
 
 /* ---- completion queue ---- */
 
-static int cq_reserve(struct mock_ep *e)
-{
-	struct rpcrdma_cqe *n;
-	uint32_t cap, i;
-
-	if (e->cq_n < e->cq_cap)
-		return 0;
-	cap = e->cq_cap ? e->cq_cap * 2 : 16;
-	n = malloc(cap * sizeof(*n));
-	if (!n)
-		return -RPCRDMA_ERR_NOMEM;
-	for (i = 0; i < e->cq_n; i++)
-		n[i] = e->cq[(e->cq_head + i) % e->cq_cap];
-	free(e->cq);
-	e->cq = n;
-	e->cq_cap = cap;
-	e->cq_head = 0;
-	return 0;
-}
-
 static void cq_push(struct mock_ep *e, const struct rpcrdma_cqe *c)
 {
-	if (cq_reserve(e))
+	if (rpcrdma__ring_reserve(&e->cq, e->cq.n + 1))
 		abort();  /* a test fabric out of memory has nothing sensible left to do */
-	e->cq[(e->cq_head + e->cq_n++) % e->cq_cap] = *c;
+	rpcrdma__ring_push(&e->cq, c);
 	pthread_cond_broadcast(&e->mp->cond);
 }
 
@@ -512,11 +492,7 @@ static int mock_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 
 	pthread_mutex_lock(&e->mp->lock);
 	age_delayed(e);
-	while (n < max && e->cq_n) {
-		out[n++] = e->cq[e->cq_head];
-		e->cq_head = (e->cq_head + 1) % e->cq_cap;
-		e->cq_n--;
-	}
+	n = rpcrdma__ring_pop(&e->cq, out, max);
 	pthread_mutex_unlock(&e->mp->lock);
 	return n;
 }
@@ -552,7 +528,7 @@ static int ep_has_work(void *arg)
 {
 	struct mock_ep *e = arg;
 
-	return e->cq_n || e->delayed;
+	return e->cq.n || e->delayed;
 }
 
 static int mock_wait(struct rpcrdma_ep *base, int timeout_ms)
@@ -814,7 +790,7 @@ static int mock_connect(struct rpcrdma_prov *p, const char *host, uint16_t port,
 		if (rc) {
 			forget_request_of(mp, e);
 			ep_unlist(mp, e);
-			free(e->cq);
+			rpcrdma__ring_free(&e->cq);
 			free(e);
 			goto out_unlock;
 		}
@@ -833,7 +809,7 @@ static void free_queues(struct mock_ep *e)
 		e->delayed = d->next;
 		free(d);
 	}
-	free(e->cq);
+	rpcrdma__ring_free(&e->cq);
 }
 
 static void mock_ep_close(struct rpcrdma_ep *base)

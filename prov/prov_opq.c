@@ -4,14 +4,55 @@
 
 #include "prov_opq.h"
 
+int rpcrdma__ring_reserve(struct rpcrdma__ring *r, uint32_t need)
+{
+	struct rpcrdma_cqe *v;
+	uint32_t cap, i;
+
+	if (need <= r->cap)
+		return 0;
+	cap = r->cap * 2 > need ? r->cap * 2 : need;
+	v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -RPCRDMA_ERR_NOMEM;
+	for (i = 0; i < r->n; i++)
+		v[i] = r->v[(r->head + i) % r->cap];
+	free(r->v);
+	r->v = v;
+	r->cap = cap;
+	r->head = 0;
+	return 0;
+}
+
+void rpcrdma__ring_push(struct rpcrdma__ring *r, const struct rpcrdma_cqe *c)
+{
+	r->v[(r->head + r->n++) % r->cap] = *c;
+}
+
+int rpcrdma__ring_pop(struct rpcrdma__ring *r, struct rpcrdma_cqe *out, int max)
+{
+	int n = 0;
+
+	while (n < max && r->n) {
+		out[n++] = r->v[r->head];
+		r->head = (r->head + 1) % r->cap;
+		r->n--;
+	}
+	return n;
+}
+
+void rpcrdma__ring_free(struct rpcrdma__ring *r)
+{
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
 int rpcrdma__opq_init(struct rpcrdma__opq *q, uint32_t tx_depth, uint32_t rx_depth)
 {
 	memset(q, 0, sizeof(*q));
 	q->tx_depth = tx_depth;
 	q->rx_depth = rx_depth;
-	q->stash_cap = 4;
-	q->stash = calloc(q->stash_cap, sizeof(*q->stash));
-	return q->stash ? 0 : -RPCRDMA_ERR_NOMEM;
+	return rpcrdma__ring_reserve(&q->stash, 4);
 }
 
 void rpcrdma__opq_free(struct rpcrdma__opq *q)
@@ -22,50 +63,20 @@ void rpcrdma__opq_free(struct rpcrdma__opq *q)
 		q->ops = op->next;
 		free(op);
 	}
-	free(q->stash);
-	q->stash = NULL;
-}
-
-/* Cannot overflow: the stash is grown before each post to hold a completion for every
- * outstanding op plus the disconnect event (stash_reserve). */
-static void stash_push(struct rpcrdma__opq *q, const struct rpcrdma_cqe *c)
-{
-	q->stash[(q->stash_head + q->stash_n++) % q->stash_cap] = *c;
+	rpcrdma__ring_free(&q->stash);
 }
 
 /* Idle connections stay small: the stash grows with what it may have to hold, i.e.
  * the completions it already holds unpolled, one for each outstanding op and each op
- * about to be posted, and the disconnect event. */
+ * about to be posted, and the disconnect event. So pushing to it never fails. */
 static int stash_reserve(struct rpcrdma__opq *q, uint32_t more)
 {
-	uint32_t need = q->stash_n + q->tx_used + q->rx_used + more + 1, cap, i;
-	struct rpcrdma_cqe *n;
-
-	if (need <= q->stash_cap)
-		return 0;
-	cap = q->stash_cap * 2 > need ? q->stash_cap * 2 : need;
-	n = malloc(cap * sizeof(*n));
-	if (!n)
-		return -RPCRDMA_ERR_NOMEM;
-	for (i = 0; i < q->stash_n; i++)
-		n[i] = q->stash[(q->stash_head + i) % q->stash_cap];
-	free(q->stash);
-	q->stash = n;
-	q->stash_cap = cap;
-	q->stash_head = 0;
-	return 0;
+	return rpcrdma__ring_reserve(&q->stash, q->stash.n + q->tx_used + q->rx_used + more + 1);
 }
 
 int rpcrdma__opq_pop(struct rpcrdma__opq *q, struct rpcrdma_cqe *out, int max)
 {
-	int n = 0;
-
-	while (n < max && q->stash_n) {
-		out[n++] = q->stash[q->stash_head];
-		q->stash_head = (q->stash_head + 1) % q->stash_cap;
-		q->stash_n--;
-	}
-	return n;
+	return rpcrdma__ring_pop(&q->stash, out, max);
 }
 
 void rpcrdma__opq_emit(struct rpcrdma__opq *q, struct rpcrdma__sink *s,
@@ -74,7 +85,7 @@ void rpcrdma__opq_emit(struct rpcrdma__opq *q, struct rpcrdma__sink *s,
 	if (s && s->n < s->max)
 		s->out[s->n++] = *c;
 	else
-		stash_push(q, c);
+		rpcrdma__ring_push(&q->stash, c);
 }
 
 static void op_link(struct rpcrdma__opq *q, struct rpcrdma__op *op)

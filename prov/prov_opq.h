@@ -34,12 +34,24 @@ struct rpcrdma__op {
 	struct rpcrdma__piece pieces[];
 };
 
+/* A growing ring of completions (the stash here, the mock's completion queue). */
+struct rpcrdma__ring {
+	struct rpcrdma_cqe *v;
+	uint32_t head, n, cap;
+};
+
+/* Room for at least need entries in all. */
+int rpcrdma__ring_reserve(struct rpcrdma__ring *r, uint32_t need);
+/* The caller reserved room first. */
+void rpcrdma__ring_push(struct rpcrdma__ring *r, const struct rpcrdma_cqe *c);
+int rpcrdma__ring_pop(struct rpcrdma__ring *r, struct rpcrdma_cqe *out, int max);
+void rpcrdma__ring_free(struct rpcrdma__ring *r);
+
 struct rpcrdma__opq {
 	struct rpcrdma__op *ops;     /* outstanding */
 	uint32_t tx_used, rx_used;
 	uint32_t tx_depth, rx_depth;
-	struct rpcrdma_cqe *stash;   /* completions found while not asked for them */
-	uint32_t stash_head, stash_n, stash_cap;
+	struct rpcrdma__ring stash;  /* completions found while not asked for them */
 };
 
 /* Where completions go: the caller's array first, the stash when it is full or absent. */

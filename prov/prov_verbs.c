@@ -736,7 +736,7 @@ static int fd_wait(struct vb_ep *e, int timeout_ms)
 	if (ibv_req_notify_cq(e->cq, 0))
 		return -RPCRDMA_ERR_IO;
 	cq_drain(e, NULL);
-	if (e->q.stash_n)
+	if (e->q.stash.n)
 		return 0;
 	do
 		n = epoll_wait(e->epfd, &ev, 1, timeout_ms);
@@ -758,7 +758,7 @@ static int vb_wait(struct rpcrdma_ep *base, int timeout_ms)
 			cq_drain(e, NULL);
 			cm_check(e, NULL);
 		}
-		if (e->q.stash_n)
+		if (e->q.stash.n)
 			return 0;
 		if (!e->qp_live)
 			return -RPCRDMA_ERR_DISCONN;

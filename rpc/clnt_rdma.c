@@ -491,13 +491,8 @@ static int make_engine(struct rdma_clnt *ct)
 	struct rpcrdma_eng_upper up = { .ctx = ct, .call_done = on_call_done, .fatal = on_fatal };
 	struct rpcrdma_eng_config cfg;
 
-	rpcrdma_eng_config_default(&cfg, RPCRDMA_ENG_CLIENT);
-	cfg.inline_send = cfg.inline_recv = ct->opts.inline_size;
-	cfg.max_credits = ct->opts.max_credits;
-	cfg.sq_depth = caps->tx_depth < 1024 ? caps->tx_depth : 1024;
-	cfg.write_send_ordered = caps->write_send_ordered;
-	cfg.msgp_align = ct->opts.msgp_align;
-	cfg.msgp_thresh = ct->opts.msgp_thresh;
+	rpcrdma__eng_config_rpc(&cfg, RPCRDMA_ENG_CLIENT, caps, ct->opts.inline_size,
+				ct->opts.max_credits, ct->opts.msgp_align, ct->opts.msgp_thresh);
 	if (cfg.max_message < ct->opts.max_reply)
 		cfg.max_message = ct->opts.max_reply;
 	return rpcrdma_eng_create(&cfg, &up, &ct->eng);

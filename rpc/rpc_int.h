@@ -3,6 +3,7 @@
 #define RPCRDMA_RPC_INT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "rpcrdma/rpc.h"
 
@@ -53,6 +54,17 @@ int rpcrdma__rpcb_lookup(const char *host, rpcprog_t prog, rpcvers_t vers, int t
 /* The environment's defaults (RPCRDMA_PROVIDER, RPCRDMA_PORT) for options left unset. */
 const char *rpcrdma__env_provider(void);
 int rpcrdma__env_port(uint32_t *port);
+
+/* An engine configuration from the transport's options and the provider's caps, as the
+ * client and the server both start from. role: RPCRDMA_ENG_CLIENT or _SERVER. */
+void rpcrdma__eng_config_rpc(struct rpcrdma_eng_config *cfg, int role,
+			     const struct rpcrdma_prov_caps *caps, uint32_t inline_size,
+			     uint32_t max_credits, uint32_t msgp_align, uint32_t msgp_thresh);
+
+/* Hands freed heap memory back to the system after connections close (glibc keeps
+ * freed bulk buffers in its arenas otherwise); no more than a few times a second: false
+ * when it was too soon, and the caller tries again later. */
+bool rpcrdma__rpc_give_back_memory(void);
 
 /* Monotonic milliseconds. */
 uint64_t rpcrdma__rpc_now(void);

@@ -486,13 +486,8 @@ static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *r
 	size_t plen;
 	int n, rc;
 
-	rpcrdma_eng_config_default(&cfg, RPCRDMA_ENG_SERVER);
-	cfg.inline_send = cfg.inline_recv = s->opts.inline_size;
-	cfg.max_credits = s->opts.max_credits;
-	cfg.sq_depth = caps->tx_depth < 1024 ? caps->tx_depth : 1024;
-	cfg.write_send_ordered = caps->write_send_ordered;
-	cfg.msgp_align = s->opts.msgp_align;
-	cfg.msgp_thresh = s->opts.msgp_thresh;
+	rpcrdma__eng_config_rpc(&cfg, RPCRDMA_ENG_SERVER, caps, s->opts.inline_size,
+				s->opts.max_credits, s->opts.msgp_align, s->opts.msgp_thresh);
 	cfg.reply_read_chunks = s->opts.reply_read_chunks < 0 ? RPCRDMA_RRC_NEVER :
 				s->opts.reply_read_chunks ? RPCRDMA_RRC_ALWAYS : RPCRDMA_RRC_AUTO;
 	cfg.pool = &s->pool;
@@ -640,18 +635,25 @@ static int poll_conn(struct sconn *c)
 	return n;
 }
 
-static void reap(struct srv *s)
+/* Frees the connections libtirpc has destroyed; returns how many. When the last one
+ * goes, the reply buffers kept for reuse go too: an idle server holds no bulk memory. */
+static int reap(struct srv *s)
 {
 	struct sconn **pp = &s->conns, *c;
+	int n = 0;
 
 	while ((c = *pp) != NULL) {
 		if (c->destroyed && !c->busy) {
 			*pp = c->next;
 			conn_free(c);
+			n++;
 		} else {
 			pp = &c->next;
 		}
 	}
+	if (n && !s->conns)
+		rpcrdma__bufcache_free(&s->cache);
+	return n;
 }
 
 /* Inline dispatch: the progress thread runs libtirpc's dispatch for every connection with
@@ -683,6 +685,7 @@ static void *progress(void *arg)
 {
 	struct srv *s = arg;
 	unsigned idle = 0;
+	bool trim = false;
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		struct sconn *c;
@@ -694,8 +697,10 @@ static void *progress(void *arg)
 			work += poll_conn(c);
 			ready |= c->head != NULL || (c->dead && !c->destroyed);
 		}
-		reap(s);
+		trim |= reap(s) > 0;
 		pthread_mutex_unlock(&s->lock);
+		if (trim && rpcrdma__rpc_give_back_memory())
+			trim = false;
 		if (s->opts.dispatch_inline)
 			work += dispatch_ready(s);
 		else if (ready)

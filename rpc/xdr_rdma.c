@@ -3,6 +3,9 @@
  * plain xdr_bytes() anywhere else; and the process-wide table of upper-layer bindings. */
 #include <sched.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <time.h>
 
@@ -250,7 +253,43 @@ int rpcrdma__env_port(uint32_t *port)
 	return 1;
 }
 
+/* ---- engine configuration ---- */
+
+void rpcrdma__eng_config_rpc(struct rpcrdma_eng_config *cfg, int role,
+			     const struct rpcrdma_prov_caps *caps, uint32_t inline_size,
+			     uint32_t max_credits, uint32_t msgp_align, uint32_t msgp_thresh)
+{
+	rpcrdma_eng_config_default(cfg, role);
+	cfg->inline_send = cfg->inline_recv = inline_size;
+	cfg->max_credits = max_credits;
+	/* the engine's send queue within the provider's, whatever a device offers */
+	cfg->sq_depth = caps->tx_depth < 1024 ? caps->tx_depth : 1024;
+	cfg->write_send_ordered = caps->write_send_ordered;
+	cfg->msgp_align = msgp_align;
+	cfg->msgp_thresh = msgp_thresh;
+}
+
 /* ---- time and waiting ---- */
+
+/* glibc raises its mmap threshold to the largest block freed (up to 32 MiB), so after the
+ * first 1 MiB argument or reply, bulk buffers come from the heaps of the threads that
+ * allocated them and stay there when freed: a server that served many clients would keep
+ * their peak forever. malloc_trim returns the free pages of every arena. Not per call: it
+ * walks the heaps, so at most every 200 ms, after a connection has gone. */
+bool rpcrdma__rpc_give_back_memory(void)
+{
+#ifdef __GLIBC__
+	static uint64_t last;
+	uint64_t now = rpcrdma__rpc_now(), prev = __atomic_load_n(&last, __ATOMIC_RELAXED);
+
+	if (now - prev < 200 ||
+	    !__atomic_compare_exchange_n(&last, &prev, now, false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED))
+		return false;
+	malloc_trim(0);
+#endif
+	return true;
+}
 
 uint64_t rpcrdma__rpc_now(void)
 {
