@@ -101,6 +101,11 @@ struct fab_ep {
 	void *own_hdr, *peer_hdr;    /* RDM: our and the peer's region headers, or NULL */
 	int64_t busy_since;          /* RDM: when the libfabric call under way began, or 0 */
 	int watched;                 /* RDM: in the watchdog's list */
+	int local_listed;            /* RDM: in this process's list of live endpoints */
+	int peer_local;              /* RDM: the peer is an endpoint of this process */
+	char own_name[CTRL_NAME_MAX], peer_name[CTRL_NAME_MAX];
+	size_t own_name_len, peer_name_len;
+	struct fab_ep *local_next;
 	struct fab_ep *wd_prev, *wd_next;
 	struct fab_listener *lst;    /* MSG: the listener that accepted it, while both live */
 	struct fab_ep *lst_prev, *lst_next;
@@ -195,6 +200,79 @@ static void cq_error(struct fab_ep *e, struct rpcrdma__sink *s)
 	rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)err.op_context, map_err(err.err), 0, s);
 }
 
+/* ---- peers in this process ----
+ * With both ends of a shm connection in one process (a program that calls itself),
+ * libfabric 1.17's shm reaches the peer's region through the peer endpoint's own mapping,
+ * which goes when that endpoint is closed: a post or a completion after that touches
+ * unmapped memory. So this process keeps a list of its live shm endpoints; an endpoint
+ * whose peer is one of them holds the list's read lock around each libfabric call and
+ * goes ahead only while the peer is listed, and an endpoint leaves the list (write lock,
+ * so no such call is under way) before libfabric frees its region. */
+static pthread_rwlock_t local_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct fab_ep *local_eps;
+
+static void local_add(struct fab_ep *e)
+{
+	e->own_name_len = sizeof(e->own_name);
+	if (fi_getname(&e->ep->fid, e->own_name, &e->own_name_len) ||
+	    e->own_name_len > sizeof(e->own_name))
+		return;
+	pthread_rwlock_wrlock(&local_lock);
+	e->local_next = local_eps;
+	local_eps = e;
+	e->local_listed = 1;
+	pthread_rwlock_unlock(&local_lock);
+}
+
+static void local_remove(struct fab_ep *e)
+{
+	struct fab_ep **pp;
+
+	if (!e->local_listed)
+		return;
+	pthread_rwlock_wrlock(&local_lock);
+	for (pp = &local_eps; *pp; pp = &(*pp)->local_next) {
+		if (*pp == e) {
+			*pp = e->local_next;
+			break;
+		}
+	}
+	e->local_listed = 0;
+	pthread_rwlock_unlock(&local_lock);
+}
+
+static void local_peer_set(struct fab_ep *e, const void *name, size_t len, uint32_t pid)
+{
+	if (pid != (uint32_t)getpid() || len > sizeof(e->peer_name))
+		return;
+	memcpy(e->peer_name, name, len);
+	e->peer_name_len = len;
+	e->peer_local = 1;
+}
+
+/* Before a libfabric call on e: 0 to go ahead (then local_leave() after it), -1 when
+ * the peer, in this process, has closed. */
+static int local_enter(struct fab_ep *e)
+{
+	struct fab_ep *p;
+
+	if (!e->peer_local)
+		return 0;
+	pthread_rwlock_rdlock(&local_lock);
+	for (p = local_eps; p; p = p->local_next)
+		if (p->own_name_len == e->peer_name_len &&
+		    !memcmp(p->own_name, e->peer_name, e->peer_name_len))
+			return 0;
+	pthread_rwlock_unlock(&local_lock);
+	return -1;
+}
+
+static void local_leave(struct fab_ep *e)
+{
+	if (e->peer_local)
+		pthread_rwlock_unlock(&local_lock);
+}
+
 /* Read the CQ until it is empty; completions go to s first, the stash after. A peer's
  * DISCONNECT is acted on only after the whole batch: tearing down frees the outstanding
  * ops, and later entries of the same batch may still name them. */
@@ -208,9 +286,17 @@ static void cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 			e->peer_gone = 0;
 			lose_connection(e, s);
 		}
+		if (e->ep && local_enter(e)) {
+			if (!e->base.connected)
+				return;   /* being torn down already (lose_connection) */
+			lose_connection(e, s);
+			continue;
+		}
 		busy_begin(e);
 		n = fi_cq_read(e->cq, ent, CQ_BATCH);
 		busy_end(e);
+		if (e->ep)
+			local_leave(e);
 		if (n == -FI_EAVAIL) {
 			cq_error(e, s);
 			continue;
@@ -257,6 +343,7 @@ static void lose_connection(struct fab_ep *e, struct rpcrdma__sink *s)
 		return;
 	e->base.connected = 0;
 	cq_drain(e, s);
+	local_remove(e);
 	fi_close(&e->ep->fid);
 	e->ep = NULL;
 	cq_drain(e, s);
@@ -422,6 +509,7 @@ static void wd_watch_own(struct fab_ep *e)
 	if (!fi_getname(&e->ep->fid, name, &len))
 		e->own_hdr = map_region(name, len, (uint32_t)getpid());
 	wd_list(e);
+	local_add(e);
 }
 
 /* The peer's region (the listener's while connecting, the connection's after). */
@@ -429,6 +517,7 @@ static void wd_watch_peer(struct fab_ep *e, const void *name, size_t len, uint32
 {
 	void *hdr = map_region(name, len, pid);
 
+	local_peer_set(e, name, len, pid);
 	pthread_mutex_lock(&wd_lock);
 	rpcrdma__shm_region_unmap(e->peer_hdr);
 	e->peer_hdr = hdr;
@@ -458,6 +547,7 @@ static void ep_free(struct fab_ep *e)
 {
 	wd_unwatch(e);
 	lst_unlink(e);
+	local_remove(e);
 	if (e->ep)
 		fi_close(&e->ep->fid);
 	if (e->ctrl.mr)
@@ -682,13 +772,16 @@ static int peer_alive_now(struct fab_ep *e)
 		int64_t until_ = rpcrdma__now_ms() + POST_RETRY_MS;                 \
 		unsigned spins_ = 0;                                                \
 		for (;;) {                                                          \
-			if (!peer_alive_now(e)) {                                   \
+			if (!peer_alive_now(e) || local_enter(e)) {                 \
+				if (e->ep)                                          \
+					lose_connection((e), NULL);                 \
 				(rc) = -FI_ENOTCONN;                                \
 				break;                                              \
 			}                                                           \
 			busy_begin(e);                                              \
 			(rc) = (call);                                              \
 			busy_end(e);                                                \
+			local_leave(e);                                             \
 			if ((rc) != -FI_EAGAIN || rpcrdma__now_ms() >= until_)      \
 				break;                                              \
 			cq_drain((e), NULL);                                        \
@@ -1138,9 +1231,12 @@ static int ctrl_progress(struct fab_ep *e, const void *want)
 	struct fi_cq_msg_entry ent;
 	ssize_t n;
 
+	if (local_enter(e))
+		return -1;   /* the peer, in this process, has closed */
 	busy_begin(e);
 	n = fi_cq_read(e->cq, &ent, 1);
 	busy_end(e);
+	local_leave(e);
 
 	if (n == 1 && ent.op_context == want)
 		return 1;
@@ -1170,20 +1266,27 @@ static int ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const void *
 		name_len = 0;
 	len = ctrl_encode(e->ctrl.tx, type, name, name_len, pdata, plen);
 	for (;;) {
+		if (to == e->peer && local_enter(e))
+			return -RPCRDMA_ERR_DISCONN;
 		busy_begin(e);
 		rc = (int)fi_tsend(e->ep, e->ctrl.tx, len, e->ctrl.mr->desc, to, TAG_CTRL,
 				   &e->ctrl.tx_fctx);
 		busy_end(e);
+		if (to == e->peer)
+			local_leave(e);
 		if (rc != -FI_EAGAIN || !e->ep || rpcrdma__now_ms() >= deadline)
 			break;
 		if (rpcrdma__pid_gone(pidfd))
 			return -RPCRDMA_ERR_DISCONN;
-		ctrl_progress(e, NULL);
+		if (ctrl_progress(e, NULL) < 0)
+			return -RPCRDMA_ERR_DISCONN;
 		backoff(&spins);
 	}
 	rc = rc == -FI_EAGAIN ? -RPCRDMA_ERR_TIMEDOUT : map_err(rc);
 	while (!rc && !done && e->ep && rpcrdma__now_ms() < deadline) {
 		done = ctrl_progress(e, &e->ctrl.tx_fctx);
+		if (done < 0)
+			return -RPCRDMA_ERR_DISCONN;
 		if (!done && rpcrdma__pid_gone(pidfd))
 			return -RPCRDMA_ERR_DISCONN;
 	}
