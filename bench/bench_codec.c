@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Codec micro-benchmark: encode + decode of a typical RDMA_MSG call with one write
  * chunk (an NFS READ) and its RPC body. Prints headers/s and ns per pair; --json for
  * one JSON object. Instructions per pair: scripts/callgrind-codec.sh (docs/BENCHMARKS.md). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Idle connections: opens N RPC-over-RDMA clients to a server, checks each with a NULL
  * call, and holds them while the caller measures the server (its RSS).
  *   bench_conns HOST PORT N [PROVIDER] [HOLD_SECONDS]

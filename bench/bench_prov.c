@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Raw provider benchmark: the ceiling the RPC layers are compared with later.
  * For each provider (default: tcp, shm) a server child is forked on loopback; the
  * client measures 64-byte Send ping-pong latency, RDMA Read / Write bandwidth at 4 KiB and

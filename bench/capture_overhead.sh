@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # What capture costs: `rpcrdma perf` with capture off and with --pcap, interleaved, on
 # the same binary, in the same run. Prints a table (median of ROUNDS) and, with --json,
 # one JSON object per figure.

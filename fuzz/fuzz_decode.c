@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target: decode any bytes in every direction; whatever decodes must
  * re-encode to exactly the header bytes it was decoded from. Also feeds the RPC peek
  * and the connection formats. Aborts on any inconsistency. */

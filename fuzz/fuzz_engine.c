@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target: one message from a hostile peer, delivered to a server engine or to
  * a client engine with a call in flight (over the mock provider). Whatever the bytes,
  * the engine must not crash, must answer or drop, and must leave no registration behind
@@ -10,7 +11,7 @@
 #include <string.h>
 
 #include "engine_rig.h"
-#include "rpcrdma/prov_mock.h"
+#include "prov_mock.h"
 
 #define RAW_BUF 8192
 
@@ -91,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&f, 0, sizeof(f));
 	memset(&up, 0, sizeof(up));
 	memset(&slot, 0, sizeof(slot));
-	if (rpcrdma_prov_open("mock", &f.p, NULL, 0))
+	if (rpcrdma_mock_open(&f.p))
 		abort();
 	rpcrdma_mock_pair(f.p, NULL, 0, NULL, 0, &f.ep, &f.raw);
 	rpcrdma_eng_config_default(&cfg, (mode & 1) ? RPCRDMA_ENG_CLIENT : RPCRDMA_ENG_SERVER);

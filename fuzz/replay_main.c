@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Runs a libFuzzer target over files or directories of inputs without libFuzzer, so
  * any compiler (and CI without clang) replays the corpus. */
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Large buffers kept for reuse (bufcache.h). */
 #include <stdlib.h>
 

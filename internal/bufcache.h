@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A small cache of large buffers kept for reuse (internal). Fresh memory costs a page
  * fault per page on first touch, which on virtual machines costs more than the data copy
  * it precedes (docs/BENCHMARKS.md); buffers of a connection's recent calls and replies are

@@ -1,16 +1,15 @@
-/* Internal: big-endian XDR word access for the codec. Callers check bounds first. */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Internal: big-endian XDR word access for the codec. Callers check bounds first.
+ * Byte shifts, not a byte swap: correct on hosts of either byte order, and compilers turn
+ * them into one load or store (and a bswap where the host is little-endian). */
 #ifndef RPCRDMA_XDR_BE_H
 #define RPCRDMA_XDR_BE_H
 
 #include <stdint.h>
-#include <string.h>
 
 static inline uint32_t rpcrdma__get32(const uint8_t *p)
 {
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return __builtin_bswap32(v);
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static inline uint64_t rpcrdma__get64(const uint8_t *p)
@@ -20,8 +19,10 @@ static inline uint64_t rpcrdma__get64(const uint8_t *p)
 
 static inline void rpcrdma__put32(uint8_t *p, uint32_t v)
 {
-	v = __builtin_bswap32(v);
-	memcpy(p, &v, sizeof(v));
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
 }
 
 static inline void rpcrdma__put64(uint8_t *p, uint64_t v)

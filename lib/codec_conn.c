@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Connection set-up formats: RFC 8797 private data and the RFC 5666 §6.2 Connection
  * Configuration Protocol (CONF_RDMA) arguments and results. */
 #include "rpcrdma/codec.h"

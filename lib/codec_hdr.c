@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* RPC-over-RDMA Version One transport header: decode (validating) and encode.
  * RFC 5666 §4 is the wire format; RFC 8166 §3.4-§4.5 the rules applied on receipt.
  * Every count and length is checked against the bytes present and the limits before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Names of wire values and decode reasons, for logs, the CLI and JSON. */
 #include "rpcrdma/codec.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ONC RPC message header peek (RFC 5531 §9): just enough for a transport to route a
  * message and report it; the RPC layer proper is libtirpc's. */
 #include "rpcrdma/codec.h"

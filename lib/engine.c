@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The transport engine: lifecycle, buffers, completions, timers, statistics.
  * The requester and responder rules live in engine_client.c and engine_server.c. */
 #include <stdlib.h>

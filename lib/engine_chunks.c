@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Chunk arithmetic shared by both sides of the engine: putting read chunks back into an
  * XDR stream, building a stream with items inline, filling the segments of a write or
  * reply chunk, and header sizes. */

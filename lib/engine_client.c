@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The requester side of the engine (RFC 5666 §3, §4): marshal calls into RDMA_MSG,
  * RDMA_MSGP or RDMA_NOMSG with read, write and reply chunks; keep within the credits
  * granted; take replies inline, from write chunks, from the reply chunk, or by pulling

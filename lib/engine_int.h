@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal to the engine (lib/engine*.c). */
 #ifndef RPCRDMA_ENGINE_INT_H
 #define RPCRDMA_ENGINE_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The responder side of the engine (RFC 5666 §3-§5, RFC 8166 §4.5): validate each
  * message, answer ERR_VERS / ERR_CHUNK, pull read chunks, hand the call up; send the
  * reply inline, with its results RDMA-Written into write chunks, the whole reply written

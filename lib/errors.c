@@ -1,5 +1,12 @@
-/* Error and reason texts. */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Error and reason texts, and the library's version. */
 #include "rpcrdma/codec.h"
+#include "rpcrdma/version.h"
+
+const char *rpcrdma_version(void)
+{
+	return RPCRDMA_VERSION_STRING;
+}
 
 const char *rpcrdma_strerror(int err)
 {

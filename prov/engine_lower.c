@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The engine's lower face over a provider endpoint (include/rpcrdma/engine.h): the
  * engine's requests go straight to the public provider calls. */
 #include "prov_int.h"

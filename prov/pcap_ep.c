@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Capture of one endpoint: the connection's synthetic addressing (addresses, QP numbers,
  * PSNs), and the frames for each event the provider layer reports. An endpoint is used by
  * one thread at a time, so this state needs no lock; the sink has its own. */

@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Synthetic RoCEv2 frames: Ethernet, IPv4/IPv6, UDP 4791, InfiniBand BTH and extended
  * headers, payload, pad and invariant CRC; and the CM MADs that open a connection. */
 #include <string.h>
 #include <zlib.h>
 
-#include "../lib/xdr_be.h"
+#include "xdr_be.h"
 #include "pcap_int.h"
 
 static void put16(uint8_t *p, uint32_t v)

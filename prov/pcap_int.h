@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal: the capture's frame builder (pcap_frame.c), sink (pcap_sink.c) and per-endpoint
  * state (pcap_ep.c). */
 #ifndef RPCRDMA_PCAP_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Registrations known to the capture: where the bytes behind a handle are, so that an
  * endpoint can show the RDMA its peer did on our memory (which no completion reports)
  * from the data itself. Tracked only while a capture file is open. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The capture sink: a pcap file, a bounded double buffer that producers copy frames into
  * under a short lock, and a writer thread that drains it. A full buffer drops the frame
  * (counted): capture never makes the data path wait for the disk. */
@@ -11,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/xdr_be.h"
+#include "xdr_be.h"
 #include "pcap_int.h"
 
 #define PCAP_MAGIC_NS 0xa1b23c4du   /* classic pcap, nanosecond timestamps */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The provider layer's public face: argument checks, then the implementation's ops. */
 #include <stdio.h>
 #include <string.h>
@@ -83,8 +84,6 @@ int rpcrdma_prov_open(const char *name, struct rpcrdma_prov **out, char *err, si
 		err[0] = '\0';
 	if (!name)
 		name = "tcp";
-	if (!strcmp(name, "mock"))
-		return rpcrdma__prov_mock_open(out);
 #ifdef RPCRDMA_HAVE_VERBS
 	/* our own verbs provider (RFC 8797's private data as kernel peers read it) */
 	if (!strcmp(name, "verbs"))

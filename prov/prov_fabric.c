@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The libfabric provider: FI_EP_MSG (tcp, verbs, ...) natively, FI_EP_RDM (shm) with
  * emulated connections. Nothing here is specific to one provider's name except the
  * documented fact that shm does not check remote access (caps.enforces_access).

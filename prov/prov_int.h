@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal: the provider ops table every implementation fills, and helpers they share. */
 #ifndef RPCRDMA_PROV_INT_H
 #define RPCRDMA_PROV_INT_H
@@ -90,7 +91,6 @@ int rpcrdma__rma_check(const struct rpcrdma_sge *local, uint32_t nlocal,
 int rpcrdma__prov_fabric_open(const char *name, struct rpcrdma_prov **out, char *err,
 			      size_t errlen);
 int rpcrdma__prov_fabric_probe(struct rpcrdma_prov_caps *out, int max);
-int rpcrdma__prov_mock_open(struct rpcrdma_prov **out);
 #ifdef RPCRDMA_HAVE_VERBS
 /* prov_verbs.c: RDMA CM and verbs directly; domain NULL = the first device. */
 int rpcrdma__prov_verbs_open(const char *domain, struct rpcrdma_prov **out, char *err,

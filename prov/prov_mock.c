@@ -1,4 +1,5 @@
-/* The mock provider: a fabric inside one process (include/rpcrdma/prov_mock.h).
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The mock provider: a fabric inside one process (prov_mock.h; a test library, not installed).
  * Every operation is carried out when it is posted; completions wait in the endpoint's
  * queue until polled. One lock for the whole mock fabric keeps it simple and safe for
  * tests that run a server thread. */
@@ -9,7 +10,7 @@
 
 #include "prov_int.h"
 #include "prov_opq.h"
-#include "rpcrdma/prov_mock.h"
+#include "prov_mock.h"
 
 enum { ST_CONNECTING, ST_CONNECTED, ST_GONE };
 
@@ -878,7 +879,7 @@ static const struct rpcrdma_prov_ops mock_ops = {
 	.names = mock_names,
 };
 
-int rpcrdma__prov_mock_open(struct rpcrdma_prov **out)
+int rpcrdma_mock_open(struct rpcrdma_prov **out)
 {
 	struct mock_prov *mp = calloc(1, sizeof(*mp));
 	struct rpcrdma_prov_caps *c;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librpcrdma — the mock provider ("mock"): endpoints inside one process, every operation
  * carried out at once and deterministically, with fault injection, for tests.
  *
@@ -17,7 +18,7 @@
 #ifndef RPCRDMA_PROV_MOCK_H
 #define RPCRDMA_PROV_MOCK_H
 
-#include "prov.h"
+#include "rpcrdma/prov.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,14 +44,16 @@ struct rpcrdma_mock_stats {
 	uint64_t mrs_live;          /* registrations not yet released */
 };
 
-RPCRDMA_API int rpcrdma_mock_set_faults(struct rpcrdma_prov *p, const struct rpcrdma_mock_faults *f);
-RPCRDMA_API int rpcrdma_mock_get_stats(struct rpcrdma_prov *p, struct rpcrdma_mock_stats *out);
+/* A mock provider of its own (faults and counters are per provider). */
+int rpcrdma_mock_open(struct rpcrdma_prov **out);
+int rpcrdma_mock_set_faults(struct rpcrdma_prov *p, const struct rpcrdma_mock_faults *f);
+int rpcrdma_mock_get_stats(struct rpcrdma_prov *p, struct rpcrdma_mock_stats *out);
 /* Two endpoints connected to each other, each with the other's private data. */
-RPCRDMA_API int rpcrdma_mock_pair(struct rpcrdma_prov *p, const void *pdata_a, size_t len_a,
+int rpcrdma_mock_pair(struct rpcrdma_prov *p, const void *pdata_a, size_t len_a,
 				  const void *pdata_b, size_t len_b, struct rpcrdma_ep **a,
 				  struct rpcrdma_ep **b);
 /* Break the connection of ep now (both sides see it). */
-RPCRDMA_API int rpcrdma_mock_disconnect(struct rpcrdma_ep *ep);
+int rpcrdma_mock_disconnect(struct rpcrdma_ep *ep);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Outstanding operations and kept completions of a connected endpoint (prov_opq.h). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal: what every connected implementation (libfabric, verbs) keeps per endpoint so
  * that prov.h's contract holds — each posted operation completes exactly once; an RDMA
  * Read/Write split into pieces (one local and one remote segment each) completes once,

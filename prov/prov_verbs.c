@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The verbs provider: RDMA CM (librdmacm) and verbs (libibverbs) driven directly, for
  * InfiniBand, RoCE and iWARP — the way the Linux kernel's NFS/RDMA client and server
  * drive them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal: the verbs provider's rules for connection private data (prov_verbs.c), apart
  * so that a test can hold them to RFC 8797 without a device. */
 #ifndef RPCRDMA_PROV_VERBS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What libfabric's shm provider leaves to us for the connections we emulate on it
  * (prov_fabric.c): a process killed with SIGKILL says nothing to its peers, leaves its
  * shared-memory regions behind in /dev/shm, and may die holding the spin lock of its

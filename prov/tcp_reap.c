@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Sockets that libfabric's tcp provider (1.17) accepted and then lost track of.
  *
  * The provider accepts every TCP connection on a listening endpoint and waits for its

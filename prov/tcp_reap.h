@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal to prov/: closing sockets libfabric's tcp listener lost track of (tcp_reap.c). */
 #ifndef RPCRDMA_TCP_REAP_H
 #define RPCRDMA_TCP_REAP_H

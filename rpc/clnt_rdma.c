@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A libtirpc CLIENT * over RPC-over-RDMA: rpcgen stubs call clnt_call() through cl_ops as
  * with TCP. Each call is XDR-encoded (DDP-eligible items marked by a binding move to read
  * chunks), run through the engine, and its reply decoded (results placed in write chunks
@@ -507,7 +508,7 @@ static int connect_engine(struct rdma_clnt *ct, int timeout_ms)
 	int n, rc;
 
 	n = rpcrdma_eng_pdata(ct->eng, pd, sizeof(pd));
-	rc = rpcrdma_connect(ct->p, ct->host, ct->opts.port, pd, (size_t)n, timeout_ms, &ct->ep);
+	rc = rpcrdma_connect(ct->p, ct->host, (uint16_t)ct->opts.port, pd, (size_t)n, timeout_ms, &ct->ep);
 	if (rc)
 		return rc;
 	peer = rpcrdma_ep_peer_pdata(ct->ep, &plen);
@@ -1390,6 +1391,10 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 	if (rc) {
 		create_error(RPC_SYSTEMERROR, ENOENT);
 		goto out_free;
+	}
+	if (ct->opts.port > 65535) {
+		create_error(RPC_SYSTEMERROR, EINVAL);
+		goto out_prov;
 	}
 	if (!ct->opts.port)
 		ct->opts.port = find_port(ct, host);

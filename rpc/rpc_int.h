@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal to rpc/. */
 #ifndef RPCRDMA_RPC_INT_H
 #define RPCRDMA_RPC_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rpcbind for RDMA transports (RFC 5666 §12: netids "rdma" and "rdma6").
  *
  * rpcgen's servers call svc_register(transp, prog, vers, dispatch, IPPROTO_TCP), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libtirpc SVCXPRT * over RPC-over-RDMA: programs register with svc_register() and their
  * dispatch functions use svc_getargs(), svc_sendreply() and svcerr_*() as over TCP.
  *
@@ -15,7 +16,7 @@
 #include <unistd.h>
 
 #include "rpc_int.h"
-#include "../lib/bufcache.h"
+#include "bufcache.h"
 
 #include <rpc/svc_mt.h>
 
@@ -810,13 +811,16 @@ static void svc_defaults(struct rpcrdma_svc_opts *o, const struct rpcrdma_svc_op
 }
 
 /* The port asked for: the options', else RPCRDMA_PORT from the environment (0: any),
- * else the NFS/RDMA port. Returns what rpcrdma_listen() takes (0: any). */
-static uint16_t listen_port(const struct rpcrdma_svc_opts *opts)
+ * else the NFS/RDMA port. Returns what rpcrdma_listen() takes (0: any), or -1 for a
+ * number that is no port. */
+static int listen_port(const struct rpcrdma_svc_opts *opts)
 {
 	uint32_t env;
 
+	if (opts && opts->port == RPCRDMA_PORT_ANY)
+		return 0;
 	if (opts && opts->port)
-		return opts->port == (uint16_t)RPCRDMA_PORT_ANY ? 0 : opts->port;
+		return opts->port > 65535 ? -1 : (int)opts->port;
 	if (rpcrdma__env_port(&env))
 		return (uint16_t)env;
 	return RPCRDMA_PORT;
@@ -855,16 +859,17 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 {
 	struct srv *s = calloc(1, sizeof(*s));
 	char err[256];
-	int dual;
+	int dual, port;
 
 	if (!s)
 		return NULL;
 	svc_defaults(&s->opts, opts);
 	rpcrdma_credit_pool_init(&s->pool, s->opts.recv_budget);
 	pthread_mutex_init(&s->lock, NULL);
-	if (rpcrdma_prov_open(s->opts.provider, &s->p, err, sizeof(err)))
+	port = listen_port(opts);
+	if (port < 0 || rpcrdma_prov_open(s->opts.provider, &s->p, err, sizeof(err)))
 		goto out_free;
-	if (listen_any(s, listen_port(opts), &dual))
+	if (listen_any(s, (uint16_t)port, &dual))
 		goto out_prov;
 	s->xprt.xp_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->xprt.xp_fd < 0)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* XDR with direct data placement (RFC 5666 §3.4, RFC 8267 §2): xdr_rdma_ddp_bytes()
  * moves a DDP-eligible opaque out of the inline stream on an RPC-over-RDMA message and is
  * plain xdr_bytes() anywhere else; and the process-wide table of upper-layer bindings. */

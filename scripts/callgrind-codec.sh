@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Instructions per encode and per decode of a typical RDMA_MSG call with one write chunk
 # (an NFS READ: 52-byte header, 68-byte RPC body), counted by callgrind inside
 # rpcrdma_encode / rpcrdma_decode only (--toggle-collect), divided by the iterations.

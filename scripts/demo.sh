@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The main job of the README: install, build, show the codec at work on the bundled sample
 # messages, the providers, and the transport engine between two processes over tcp
 # and the built-in RPC service with serve, ping and perf.

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The test command of the README: installs dependencies, builds, and runs every test
-# twice — optimised, then under AddressSanitizer + UndefinedBehaviorSanitizer — and
+# twice — optimised, then under AddressSanitizer + UndefinedBehaviorSanitizer — with
+# warnings as errors, runs the core's tests on a big-endian host (s390x under qemu), and
 # fuzzes the decoder briefly when clang's libFuzzer is there (FUZZ_SECONDS, default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 
 echo "== build and test (optimised)"
-BUILD_DIR=build scripts/build.sh
+BUILD_DIR=build scripts/build.sh -DRPCRDMA_WERROR=ON
 (cd build && ctest --output-on-failure -j"$(nproc)")
 
 echo "== build and test (ASan + UBSan)"
-BUILD_DIR=build-asan scripts/build.sh -DRPCRDMA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+BUILD_DIR=build-asan scripts/build.sh -DRPCRDMA_WERROR=ON -DRPCRDMA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$(nproc)")
+
+echo "== the protocol core on a big-endian host (s390x under qemu-user)"
+scripts/cross_s390x.sh
 
 scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

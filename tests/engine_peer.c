@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Two-process test of the engine over a real provider:
  *   engine_peer server PROV PORT [INLINE [rfc5666]]
  *   engine_peer client PROV HOST PORT [INLINE [rfc5666]]

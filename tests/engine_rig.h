@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Test service shared by the engine tests (mock and end-to-end): an ECHO procedure whose
  * argument and result are one opaque item, DDP-eligible both ways.
  *

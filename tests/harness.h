@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Minimal test harness: CHECK() records failures with file:line; each RUN() is one
  * test; HARNESS_END() prints "N passed, N failed" (read by CI) and sets the exit code. */
 #ifndef RPCRDMA_TEST_HARNESS_H

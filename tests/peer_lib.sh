@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Sourced by the two-process tests. With PEER_LIB_TMP=1 set before sourcing, it also makes
 # the scratch folder $out and removes it (and stops the server) on exit.
 if [ "${PEER_LIB_TMP:-}" = 1 ]; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Two-process test of a provider: `prov_peer server PROV PORT` and
  * `prov_peer client PROV HOST PORT`. Each side prints "N passed, N failed" and exits
  * non-zero on any failure. Data is verified byte for byte on the side that receives it.

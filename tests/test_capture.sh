@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Captures read by Wireshark: real traffic over PROV with every message form, captured
 # with RPCRDMA_PCAP, then read back with tshark (two passes, as Wireshark does) and with
 # `rpcrdma decode --pcap`.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # `rpcrdma decode` / `encode` from the outside: exact JSON for hand-checked messages,
 # decode|encode identity over every valid corpus message, exit statuses.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # rpcrdma serve / ping / perf end to end: a server on loopback (RDMA over PROV, and ONC
 # RPC/TCP), ping, and a short `perf --json --check --compare` whose every result must have
 # the documented shape, moved verified data and no failed call.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Golden vectors: each valid message decodes to exactly the fields written by hand,
  * and re-encoding it gives back the same bytes. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Negative vectors: one per validation rule, each with the exact reason, the RDMA_ERROR
  * a receiver must answer with, and the byte offset of the problem. */
 #include "harness.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Property tests over seeded random messages:
  *  - every generated valid header decodes to the same fields and re-encodes to the same
  *    bytes (decode . encode = identity);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* RFC 8797 private data and RFC 5666 §6.2 CONF_RDMA XDR. */
 #include "harness.h"
 #include "rpcrdma/codec.h"

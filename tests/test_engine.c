@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The transport engine over the mock provider: every message type both ways, every chunk
  * combination, long calls and replies, RDMA_MSGP, read chunks in replies with RDMA_DONE,
  * credits, every RDMA_ERROR case, disconnects, and a fault at each step of an exchange.
@@ -8,7 +9,7 @@
 
 #include "engine_rig.h"
 #include "harness.h"
-#include "rpcrdma/prov_mock.h"
+#include "prov_mock.h"
 
 #define MAXQ 64
 
@@ -131,7 +132,7 @@ static void rig_up_on(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_fau
 	if (shared)
 		g->p = shared;
 	else
-		CHECK_EQ_U(rpcrdma_prov_open("mock", &g->p, NULL, 0), 0);
+		CHECK_EQ_U(rpcrdma_mock_open(&g->p), 0);
 	if (f)
 		CHECK_EQ_U(rpcrdma_mock_set_faults(g->p, f), 0);
 	/* the engines exist before the connection: their private data goes in it */
@@ -917,7 +918,7 @@ static void raw_up(struct raw_rig *x, uint32_t role, cfg_fn tweak)
 		else
 			tweak(&other, &cfg);
 	}
-	CHECK_EQ_U(rpcrdma_prov_open("mock", &x->g.p, NULL, 0), 0);
+	CHECK_EQ_U(rpcrdma_mock_open(&x->g.p), 0);
 	s = role == RPCRDMA_ENG_CLIENT ? &x->g.cl : &x->g.sv;
 	CHECK_EQ_U(rpcrdma_mock_pair(x->g.p, NULL, 0, NULL, 0, &s->ep, &x->raw.ep), 0);
 	if (role == RPCRDMA_ENG_CLIENT) {

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The engine between two processes over a real libfabric provider: engine_peer server
 # and client, every argument and result verified byte for byte.
 # Usage: test_engine_e2e.sh PEER_BIN PROV [INLINE [rfc5666]]

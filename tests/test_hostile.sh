@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Peers that die or misbehave never cost the server for good, nor stall other clients:
 #  A (tcp) TCP connections that never finish the fabric's handshake, closed while a real
 #          client connects: none stays in CLOSE-WAIT, the server keeps serving.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The capture: the invariant CRC against a frame from real hardware, the frames written
  * for each event (split at the MTU, PSNs, RETH, READ RESPONSE data), CM frames, pairing of
  * two endpoints in one file, snap length, a full buffer dropping instead of waiting, the
@@ -9,7 +10,7 @@
 
 #include "harness.h"
 #include "pcap_int.h"
-#include "rpcrdma/prov_mock.h"
+#include "prov_mock.h"
 
 #define MAXF 64
 
@@ -106,7 +107,7 @@ static void rig_open(struct rig *r)
 	static const uint8_t pb[8] = { 0xf6, 0xf6, 0xf6, 0xf6, 1, 0, 4, 5 };
 
 	memset(r, 0, sizeof(*r));
-	CHECK_EQ_U(rpcrdma_prov_open("mock", &r->p, NULL, 0), 0);
+	CHECK_EQ_U(rpcrdma_mock_open(&r->p), 0);
 	CHECK_EQ_U(rpcrdma_mock_pair(r->p, pa, sizeof(pa), pb, sizeof(pb), &r->a, &r->b), 0);
 	r->mem = calloc(1, MEM);
 	CHECK_EQ_U(rpcrdma_mr_reg(r->p, r->mem, MEM,

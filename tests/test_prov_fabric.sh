@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Two processes over a real libfabric provider: prov_peer server and client, data
 # verified byte for byte on both sides. Usage: test_prov_fabric.sh PEER_BIN PROV [netns]
 # With "netns" (root only): server and client in two network namespaces joined by a

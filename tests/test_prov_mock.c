@@ -1,10 +1,11 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The mock provider: every operation, every access rule, every fault it can inject,
  * and the provider contract's argument checks (prov/prov.c) on top of it. */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "harness.h"
-#include "rpcrdma/prov_mock.h"
+#include "prov_mock.h"
 
 struct rig {
 	struct rpcrdma_prov *p;
@@ -17,7 +18,7 @@ struct rig {
 
 static void rig_up(struct rig *r)
 {
-	CHECK_EQ_U(rpcrdma_prov_open("mock", &r->p, NULL, 0), 0);
+	CHECK_EQ_U(rpcrdma_mock_open(&r->p), 0);
 	CHECK_EQ_U(rpcrdma_mock_pair(r->p, "A", 1, "BB", 2, &r->a, &r->b), 0);
 	r->mem = calloc(1, MEM);
 	CHECK_EQ_U(rpcrdma_mr_reg(r->p, r->mem, MEM, RPCRDMA_ACC_LOCAL, &r->mr), 0);
@@ -314,7 +315,7 @@ static void test_listen_connect_accept_reject(void)
 	const void *pd;
 	size_t len;
 
-	CHECK_EQ_U(rpcrdma_prov_open("mock", &p, NULL, 0), 0);
+	CHECK_EQ_U(rpcrdma_mock_open(&p), 0);
 	CHECK_EQ_U(rpcrdma_connect(p, "x", 20049, "hi", 2, 0, &c1), -RPCRDMA_ERR_REFUSED);
 	CHECK_EQ_U(rpcrdma_listen(p, NULL, 20049, &l), 0);
 	CHECK_EQ_U(rpcrdma_listener_port(l), 20049);
@@ -376,7 +377,7 @@ static void test_connect_waits_for_accept(void)
 	struct rpcrdma_ep *c;
 	pthread_t t;
 
-	CHECK_EQ_U(rpcrdma_prov_open("mock", &p, NULL, 0), 0);
+	CHECK_EQ_U(rpcrdma_mock_open(&p), 0);
 	CHECK_EQ_U(rpcrdma_listen(p, NULL, 0, &a.l), 0);
 	CHECK(rpcrdma_listener_port(a.l) != 0);
 	pthread_create(&t, NULL, srv_thread, &a);
@@ -411,7 +412,7 @@ static void test_keys(void)
 	struct rpcrdma_prov *p;
 	int i, dup = 0, seq = 0;
 
-	CHECK_EQ_U(rpcrdma_prov_open("mock", &p, NULL, 0), 0);
+	CHECK_EQ_U(rpcrdma_mock_open(&p), 0);
 	for (i = 0; i < N; i++) {
 		CHECK_EQ_U(rpcrdma_mr_reg(p, buf + i, 1, RPCRDMA_ACC_REMOTE_READ, &mrs[i]), 0);
 		keys[i] = mrs[i]->handle;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Completions that rpcrdma_ep_wait() collects while the caller is not polling are kept,
  * also when the caller posts more work before polling: nothing is lost or overwritten.
  * Two processes over libfabric tcp: the client sends two waves of messages; the server

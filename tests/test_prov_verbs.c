@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The verbs provider (prov/prov_verbs.c) against the stand-in for rdma-core in
  * tests/fake_rdma (loaded with LD_PRELOAD; this machine has no RDMA device): the private
  * data handed to rdma_connect/rdma_accept/rdma_reject is RFC 8797's bytes exactly, a

@@ -1,41 +1,62 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The public API as users meet it: one header, <rpcrdma/rpcrdma.h>, declares every function
 # the shared library exports (a program built with -Werror=implicit-function-declaration
 # that takes the address of each one compiles and links), and every function a public
 # header declares is exported (none is left hidden).
-# Usage: test_public_api.sh LIBRPCRDMA.so INCLUDE_DIR CC
+# The three layers' libraries (core, providers, RPC) are checked together against
+# <rpcrdma/rpcrdma.h>; the NFSv3 binding's against <rpcrdma/nfs3.h>.
+# Usage: test_public_api.sh INCLUDE_DIR GENERATED_INCLUDE_DIR CC LIBCORE LIBPROV LIBRPC LIBNFS3
 set -u
-LIB=$1
-INC=$2
+INC=$1
+GEN=$2
 CC=$3
+LIBS=("$4" "$5" "$6")
+NFS3=$7
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 rc=0
-# exported functions; the test-only mock provider (prov_mock.h) and libtirpc's pmap_set /
-# pmap_unset (which the library defines on purpose, rpc/rpcb_rdma.c) aside
-nm -D --defined-only "$LIB" | awk '$2 == "T" { print $3 }' | sed 's/@.*//' |
-	grep -v -e '^rpcrdma_mock_' -e '^pmap_set$' -e '^pmap_unset$' | sort -u >"$out/exported"
-{
-	echo '#include <rpcrdma/rpcrdma.h>'
-	echo 'int main(void) {'
-	sed 's/.*/\t(void)\&&;/' "$out/exported"
-	echo '	return 0;'
-	echo '}'
-} >"$out/all.c"
-if ! $CC -std=c11 -Wall -Wextra -Werror -Werror=implicit-function-declaration \
-	-I"$INC" $(pkg-config --cflags libtirpc libfabric) "$out/all.c" -o "$out/all" "$LIB" \
-	$(pkg-config --libs libtirpc) 2>"$out/cc.log"; then
-	cat "$out/cc.log"
-	echo "FAIL: <rpcrdma/rpcrdma.h> does not declare every exported function"
-	rc=1
-fi
-# declared in the public headers (those of the library itself)
-for h in errors codec prov engine pcap rpc; do
+# exported functions; libtirpc's pmap_set / pmap_unset (which the RPC layer defines on
+# purpose, rpc/rpcb_rdma.c) aside
+exported() {
+	nm -D --defined-only "$@" | awk '$2 == "T" { print $3 }' | sed 's/@.*//' |
+		grep -v -e '^pmap_set$' -e '^pmap_unset$' | sort -u
+}
+exported "${LIBS[@]}" >"$out/exported"
+exported "$NFS3" >"$out/exported_nfs3"
+# a program that takes the address of each: compiles only if HEADER declares them all
+takes_all() {   # HEADER LIST OUT LIBS...
+	local header=$1 list=$2 prog=$3
+	shift 3
+	{
+		echo "#include <rpcrdma/$header>"
+		echo 'int main(void) {'
+		sed 's/.*/\t(void)\&&;/' "$list"
+		echo '	return 0;'
+		echo '}'
+	} >"$prog.c"
+	if ! $CC -std=c11 -Wall -Wextra -Werror -Werror=implicit-function-declaration \
+		-I"$INC" -I"$GEN" $(pkg-config --cflags libtirpc) "$prog.c" -o "$prog" "$@" \
+		$(pkg-config --libs libtirpc) 2>"$prog.log"; then
+		cat "$prog.log"
+		echo "FAIL: <rpcrdma/$header> does not declare every exported function"
+		rc=1
+	fi
+}
+takes_all rpcrdma.h "$out/exported" "$out/all" "${LIBS[@]}"
+takes_all nfs3.h "$out/exported_nfs3" "$out/nfs3" "$NFS3" "${LIBS[@]}"
+cat "$out/exported_nfs3" >>"$out/exported"
+sort -u -o "$out/exported" "$out/exported"
+# declared in the public headers
+for h in errors codec types prov engine pcap rpc nfs3; do
 	grep -v '^#' "$INC/rpcrdma/$h.h" | tr '\n' ' ' | grep -o 'RPCRDMA_API[^;{]*(' |
 		sed -E 's/.*[^A-Za-z0-9_]([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*\($/\1/'
 done | sort -u >"$out/declared"
+grep -v '^#' "$GEN/rpcrdma/version.h" | tr '\n' ' ' | grep -o 'RPCRDMA_API[^;{]*(' |
+	sed -E 's/.*[^A-Za-z0-9_]([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*\($/\1/' >>"$out/declared"
+sort -u -o "$out/declared" "$out/declared"
 # a declaration without RPCRDMA_API is hidden in the shared library
-for h in errors codec prov engine pcap rpc; do
+for h in errors codec types prov engine pcap rpc nfs3; do
 	grep -E '^[a-z][a-z_ ]*\**[[:space:]]*\**(rpcrdma|clnt_rdma|svc_rdma|xdr_rdma)_[a-z0-9_]*\(' \
 		"$INC/rpcrdma/$h.h" | grep -v RPCRDMA_API
 done >"$out/unmarked"

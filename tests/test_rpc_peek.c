@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ONC RPC header peek (RFC 5531 §9) over hand-written calls and replies. */
 #include "harness.h"
 #include "rpcrdma/codec.h"

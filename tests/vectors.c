@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Hand-written RPC-over-RDMA v1 messages. Each line is one XDR field; comments give the
  * field, so every byte can be checked against RFC 5666 §4.2 by eye. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Golden byte vectors written by hand from the XDR of RFC 5666 §4.2-§4.3. */
 #ifndef RPCRDMA_TEST_VECTORS_H
 #define RPCRDMA_TEST_VECTORS_H

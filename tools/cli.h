@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal to the rpcrdma tool. */
 #ifndef RPCRDMA_TOOLS_CLI_H
 #define RPCRDMA_TOOLS_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* `rpcrdma decode` and `rpcrdma encode`: the codec from the command line. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* `rpcrdma info`: the RDMA providers usable here and what each supports. */
 #include <string.h>
 

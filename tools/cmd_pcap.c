@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* `rpcrdma decode --pcap FILE`: our own decoding of every Send in a RoCEv2 capture (ours,
  * or one taken from a real fabric), to set beside Wireshark's. Reads classic pcap
  * (microsecond or nanosecond, either byte order) of Ethernet frames; Sends split into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Hex text <-> bytes for the CLI. */
 #include <ctype.h>
 

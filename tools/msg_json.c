@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The JSON shape of one RPC-over-RDMA message, as `rpcrdma decode --json` prints it
  * and `rpcrdma encode --json` reads it (docs/CLI.md). Printing is plain stdio; parsing
  * uses json-c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rpcrdma: one command-line tool, one subcommand per job. */
 #include <string.h>
 
@@ -41,7 +42,7 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
-		printf("rpcrdma %s\n", RPCRDMA_LIB_VERSION);
+		printf("rpcrdma %s (library %s)\n", RPCRDMA_VERSION_STRING, rpcrdma_version());
 		return EXIT_OK;
 	}
 	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)

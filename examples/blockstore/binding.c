@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The block store's upper-layer binding (RFC 5666 §3.4: the binding, not the protocol,
  * says which items may be placed directly): WRITE's data and READ's result are
  * DDP-eligible, and a READ's result needs a write chunk of its count. Linked into the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The block store client: the rpcgen stubs (bs_write_1, bs_read_1, bs_size_1), unchanged.
  * Built twice: bs_client_tcp and bs_client_rdma; only the create call differs.
  * Usage: bs_client HOST PORT [PROVIDER]. Writes blocks of 0 B to 8 MiB, reads them back,

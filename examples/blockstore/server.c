@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The block store server: the rpcgen dispatch (blockstore_1) and these procedures.
  * Built twice: bs_server_tcp (svctcp_create) and bs_server_rdma (svc_rdma_create);
  * nothing else differs. Usage: bs_server [PROVIDER]; prints "listening PORT". */
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
 	SVCXPRT *transp;
 
 #ifdef USE_RDMA
-	struct rpcrdma_svc_opts o = { .port = (uint16_t)RPCRDMA_PORT_ANY,
+	struct rpcrdma_svc_opts o = { .port = RPCRDMA_PORT_ANY,
 				      .provider = argc > 1 ? argv[1] : NULL };
 
 	transp = svc_rdma_create(&o);

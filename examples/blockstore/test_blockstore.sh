@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The block store example over plain TCP, RDMA on libfabric tcp, and RDMA on shm: the
 # client prints what it read back; all three must print the same.
 # Usage: test_blockstore.sh BINDIR

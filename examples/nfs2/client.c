@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A client of the in-memory NFSv2 server: rpcgen's stubs from Debian's nfs_prot.x and
  * mount.x, unmodified; built for ONC RPC over TCP and for RPC-over-RDMA, differing only
  * in the call that creates the CLIENT (USE_RDMA below).

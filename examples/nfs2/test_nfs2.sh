@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The NFSv2 example over ONC RPC/TCP, RPC-over-RDMA on libfabric tcp, and on shm: for each,
 # one server (svc_run), four client processes at once and one client of eight threads
 # sharing one CLIENT *; every transcript must be byte-identical across the three.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librpcrdma — RPC-over-RDMA Version One wire codec (RFC 5666 §4, RFC 8166 §4-§5).
  *
  * Pure functions over byte buffers: no I/O, no allocation, no global state.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librpcrdma — the transport engine: one RPC-over-RDMA Version One association
  * (RFC 5666), requester or responder, without I/O of its own.
  *
@@ -6,7 +7,7 @@
  * monotonic origin) as an argument. It acts through a lower face (post a Send, a
  * Receive, an RDMA Read or Write; register or release memory) and reports to an upper
  * face (a call completed; a request arrived; a reply finished; the connection must be
- * closed). rpcrdma_eng_lower_ep() (prov/) fills the lower face from a provider endpoint;
+ * closed). rpcrdma_eng_lower_ep() (prov.h) fills the lower face from a provider endpoint;
  * tests use the mock provider through the same path.
  *
  * Threading: an engine is not thread-safe; its owner serialises every call into it.
@@ -23,7 +24,7 @@
 
 #include "codec.h"
 #include "errors.h"
-#include "prov.h"
+#include "types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,10 +96,6 @@ struct rpcrdma_eng_lower {
 	int (*post_write)(void *ctx, const struct rpcrdma_sge *local, uint32_t nlocal,
 			  const struct rpcrdma_segment *remote, uint32_t nremote, void *op);
 };
-
-/* Fill a lower face for endpoint ep of provider p (prov/). */
-RPCRDMA_API void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
-				      struct rpcrdma_ep *ep);
 
 /* Upper face. Every callback is optional except the one for the engine's role. */
 struct rpcrdma_eng_upper {

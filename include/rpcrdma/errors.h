@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librpcrdma — error codes shared by every layer.
  *
  * Functions return 0, a length, or a negative RPCRDMA_ERR_* value.

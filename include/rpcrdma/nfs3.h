@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librpcrdma — the NFS version 3 upper-layer binding of RFC 8267 (library rpcrdma_nfs3).
  *
  * DDP-eligible, as RFC 8267 §4 lists them for NFS versions 2 and 3: the data of WRITE
@@ -16,7 +17,7 @@ extern "C" {
 
 #define RPCRDMA_NFS3_MAXPATHLEN 4096u
 
-const struct rpcrdma_ulb *rpcrdma_ulb_nfs3(void);
+RPCRDMA_API const struct rpcrdma_ulb *rpcrdma_ulb_nfs3(void);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librpcrdma — capture of RPC-over-RDMA traffic as a Wireshark-readable pcap file.
  *
  * Whatever the provider (tcp, shm, verbs, mock), each event an endpoint sees is written as

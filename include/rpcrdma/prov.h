@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librpcrdma — the RDMA provider layer (prov/): one contract, several implementations.
  *
  *   "tcp"    libfabric FI_EP_MSG over TCP sockets: any Linux host (the default)
@@ -39,6 +40,8 @@
 
 #include "codec.h"
 #include "errors.h"
+#include "engine.h"
+#include "types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,44 +54,6 @@ struct rpcrdma_prov;
 struct rpcrdma_listener;
 struct rpcrdma_connreq;
 struct rpcrdma_ep;
-
-/* Access a registration allows. LOCAL alone: send/receive/read-destination buffers. */
-enum rpcrdma_access {
-	RPCRDMA_ACC_LOCAL = 0,
-	RPCRDMA_ACC_REMOTE_READ = 1,   /* the peer may RDMA Read it (read chunks) */
-	RPCRDMA_ACC_REMOTE_WRITE = 2,  /* the peer may RDMA Write it (write/reply chunks) */
-};
-
-struct rpcrdma_mr {
-	uint32_t handle;   /* steering tag to advertise */
-	uint64_t offset;   /* offset to advertise for addr[0] */
-	void *addr;
-	size_t len;
-	unsigned access;
-	struct rpcrdma_prov *prov;   /* owner */
-};
-
-/* A piece of local registered memory. */
-struct rpcrdma_sge {
-	struct rpcrdma_mr *mr;
-	void *addr;        /* inside mr */
-	uint32_t len;
-};
-
-enum rpcrdma_op {
-	RPCRDMA_OP_SEND = 1,
-	RPCRDMA_OP_RECV,
-	RPCRDMA_OP_READ,
-	RPCRDMA_OP_WRITE,
-	RPCRDMA_OP_DISCONNECT,   /* the connection is gone; ctx is NULL */
-};
-
-struct rpcrdma_cqe {
-	void *ctx;         /* as posted */
-	uint32_t op;       /* enum rpcrdma_op */
-	uint32_t len;      /* bytes received (RECV) or moved */
-	int status;        /* 0 or negative RPCRDMA_ERR_* */
-};
 
 enum rpcrdma_ep_type { RPCRDMA_EP_MSG = 1, RPCRDMA_EP_RDM_EMULATED = 2, RPCRDMA_EP_MOCK = 3 };
 
@@ -192,6 +157,11 @@ RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
 RPCRDMA_API int rpcrdma_ep_peer_addr(struct rpcrdma_ep *ep, void *addr, size_t *len);
 
 RPCRDMA_API const char *rpcrdma_op_name(uint32_t op);
+
+/* The engine's lower face (engine.h) on a provider endpoint: the engine posts to ep and
+ * registers memory with p. */
+RPCRDMA_API void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
+				      struct rpcrdma_ep *ep);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librpcrdma — ONC RPC over RDMA for libtirpc programs (rpc/).
  *
  * clnt_rdma_create() gives a libtirpc CLIENT * and svc_rdma_create() a listening
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "prov.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,8 +23,9 @@ extern "C" {
 struct rpcrdma_clnt_opts {
 	const char *provider;      /* libfabric provider: "tcp", "shm", "verbs"; NULL:
 				      $RPCRDMA_PROVIDER, else "tcp" */
-	uint16_t port;             /* 0: $RPCRDMA_PORT if set, else the host's rpcbind is
-				      asked for netid rdma/rdma6, else RPCRDMA_PORT (20049) */
+	uint32_t port;             /* 0: $RPCRDMA_PORT if set, else the host's rpcbind is
+				      asked for netid rdma/rdma6, else RPCRDMA_PORT (20049);
+				      above 65535: clnt_rdma_create fails (EINVAL) */
 	uint32_t inline_size;      /* inline threshold both ways; 0: 4096 */
 	uint32_t max_credits;      /* credits asked for; 0: 32 */
 	uint32_t max_reply;        /* reply chunk offered when a reply may be this long and no
@@ -81,8 +84,9 @@ struct rpcrdma_svc_opts {
 	const char *provider;      /* NULL: $RPCRDMA_PROVIDER, else "tcp" */
 	const char *host;          /* NULL: every address, IPv6 and IPv4 (IPv4 only on a host
 				      without IPv6); "0.0.0.0": IPv4 only; "::1", ... */
-	uint16_t port;             /* 0: $RPCRDMA_PORT (0 there: any), else RPCRDMA_PORT
-				      (20049); RPCRDMA_PORT_ANY: an ephemeral one */
+	uint32_t port;             /* 0: $RPCRDMA_PORT (0 there: any), else RPCRDMA_PORT
+				      (20049); RPCRDMA_PORT_ANY: an ephemeral one; any other
+				      value above 65535: svc_rdma_create fails */
 	uint32_t inline_size;      /* 0: 4096 */
 	uint32_t max_credits;      /* per connection; 0: 32 */
 	uint32_t recv_budget;      /* receive buffers for all connections; 0: 4096 */

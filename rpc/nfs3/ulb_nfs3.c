@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The NFSv3 binding (RFC 8267 §4): the XDR routines of READ, WRITE, READLINK and SYMLINK
  * with their bulk items through xdr_rdma_ddp_bytes()/_string(), everything else through
  * the generated routines. On a stream that is not RPC-over-RDMA they are exactly the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A test flavour that transforms every byte of the RPC body, in place on the message's
  * own XDR stream, as RPCSEC_GSS integrity and privacy do (RFC 2203 §5.3.2): the body is
  * encoded after a length word, then XORed where it lies (so it needs a memory stream, as

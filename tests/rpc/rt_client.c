@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The RPC layer's test client: rpcgen stubs (rpcgen -M) through a CLIENT * over RDMA
  * (libfabric tcp or shm) or plain TCP, every result checked.
  *

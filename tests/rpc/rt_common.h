@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the RPC layer's test server and client: the binding that marks RT_ECHO's data
  * DDP-eligible, and the data pattern. */
 #ifndef RT_COMMON_H

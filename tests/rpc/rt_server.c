@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The RPC layer's test server: RT_PROG over RDMA (libfabric tcp with CONF_RDMA answered,
  * shm without) and over plain TCP, dispatched by svc_run() or by rpcrdma_svc_run() workers.
  * Usage: rt_server svc_run|workers [nobinding]. Prints "listening RDMA_TCP SHM TCP". */
@@ -218,7 +219,7 @@ static int main_rpcbind(void)
 
 	pmap_unset(RT_PROG, RT_V1);
 	memset(&o, 0, sizeof(o));
-	o.port = (uint16_t)RPCRDMA_PORT_ANY;
+	o.port = RPCRDMA_PORT_ANY;
 	rt = svc_rdma_create(&o);
 	tcp = so.rdmaonly ? NULL : svctcp_create(RPC_ANYSOCK, 0, 0);
 	if (!rt || (!tcp && !so.rdmaonly)) {
@@ -259,13 +260,13 @@ int main(int argc, char **argv)
 	if (!so.nobinding)
 		rpcrdma_ulb_register(&rt_ulb);
 	memset(&o, 0, sizeof(o));
-	o.port = so.rport ? (uint16_t)so.rport : (uint16_t)RPCRDMA_PORT_ANY;
+	o.port = so.rport ? (uint32_t)so.rport : RPCRDMA_PORT_ANY;
 	o.host = "127.0.0.1";
 	o.reply_read_chunks = so.norrc ? -1 : 0;
 	rt = svc_rdma_create(&o);
 	o.provider = "shm";
 	o.no_ccp = 1;
-	o.port = so.sport ? (uint16_t)so.sport : (uint16_t)RPCRDMA_PORT_ANY;
+	o.port = so.sport ? (uint32_t)so.sport : RPCRDMA_PORT_ANY;
 	rs = svc_rdma_create(&o);
 	tcp = svctcp_create(RPC_ANYSOCK, 0, 0);
 	if (!rt || !rs || !tcp) {

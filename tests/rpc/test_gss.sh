@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # RPCSEC_GSS over RDMA with real Kerberos 5: a throwaway realm (its own KDC on a free
 # port, database, keytab and ticket cache, all under a scratch folder; nothing of the
 # host's Kerberos set-up is read or touched), the test server on svc_run() with the

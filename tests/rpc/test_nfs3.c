@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The NFSv3 binding (RFC 8267) on a toy in-memory NFSv3 service: READ, WRITE, READLINK and
  * SYMLINK through rpcgen (-M) stubs over RDMA, in one process (server on worker threads).
  * Usage: test_nfs3 tcp|shm [HOST] (HOST: an address or name to listen on and connect to,
@@ -281,7 +282,7 @@ int main(int argc, char **argv)
 	memset(&so, 0, sizeof(so));
 	so.provider = prov;
 	so.host = host;
-	so.port = (uint16_t)RPCRDMA_PORT_ANY;
+	so.port = RPCRDMA_PORT_ANY;
 	x = svc_rdma_create(&so);
 	if (!x && strchr(host, ':')) {
 		printf("SKIPPED: cannot listen on %s (no IPv6 here)\n", host);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The RPC layer end to end: rt_server (RDMA over libfabric tcp and shm, and plain TCP) and
 # rt_client over each transport; the outcomes printed over RDMA must be those over TCP.
 # Then, over RDMA/tcp and RDMA/shm: calls without a binding (replies up to 64 MiB), an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # rpcbind and RDMA, with a real rpcbind (the host's if one answers, else one started here):
 # a server that registers as rpcgen's main does (pmap_unset, then svc_register(...,
 # IPPROTO_TCP)) is listed under netids rdma and rdma6 with its RDMA port and under tcp with

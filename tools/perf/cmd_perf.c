@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rpcrdma perf: a matrix of operations x sizes x calls in flight against the built-in
  * service, over RPC-over-RDMA and (--compare) over ONC RPC/TCP with libtirpc, with the raw
  * provider ceiling from bench_prov. Figures only: it never fails on speed. */
@@ -14,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../cli.h"
+#include "cli.h"
 #include "perf_common.h"
 
 /* echo: the data inline both ways, no binding: long calls and long replies (reply chunk)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rpcrdma ping: NULL-RPC round trips, like ping(8). */
 #include <getopt.h>
 #include <stdio.h>
@@ -5,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cli.h"
+#include "cli.h"
 #include "perf_common.h"
 
 static double now_us(void)

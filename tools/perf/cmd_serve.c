@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rpcrdma serve: the built-in test service over RPC-over-RDMA (and ONC RPC/TCP). */
 #include <getopt.h>
 #include <pthread.h>
@@ -11,7 +12,7 @@
 
 #include <arpa/inet.h>
 
-#include "../cli.h"
+#include "cli.h"
 #include "perf_common.h"
 
 static volatile sig_atomic_t want_stats, want_exit;

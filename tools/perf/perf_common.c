@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The built-in service (PERF_PROG) and what serve, ping and perf share. */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -201,7 +202,7 @@ SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp
 	memset(&o, 0, sizeof(o));
 	o.provider = provider;
 	o.host = host;
-	o.port = port ? port : (uint16_t)RPCRDMA_PORT_ANY;
+	o.port = port ? port : RPCRDMA_PORT_ANY;
 	o.dispatch_inline = inline_dispatch;
 	x = svc_rdma_create(&o);
 	if (!x || !svc_register(x, PERF_PROG, PERF_V1, perf_prog_1, 0))

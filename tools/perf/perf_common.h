@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by `rpcrdma serve`, `ping` and `perf`: the built-in service's binding, its data
  * pattern, addresses. */
 #ifndef RPCRDMA_TOOLS_PERF_COMMON_H

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Installs the build into a fresh prefix and uses it as a new user would:
+#  - the pkg-config files name that prefix (and still do once the prefix is moved);
+#  - a program built with pkg-config (librpcrdma-rpc) calls itself over RDMA;
+#  - a CMake project finds the package (find_package(rpcrdma)), links rpcrdma::core and
+#    rpcrdma::nfs3, shared and static, and runs;
+#  - the installed rpcrdma runs without LD_LIBRARY_PATH (its RPATH), and man finds its pages;
+#  - nothing test-only (the mock provider) and nothing of the build tree is installed.
+# Usage: test_install.sh BUILD_DIR SOURCE_DIR
+set -u
+BUILD=$1
+SRC=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rc=0
+fail() { echo "FAIL: $*"; rc=1; }
+prefix=$work/opt/rpcrdma
+
+cmake --install "$BUILD" --prefix "$prefix" >"$work/install.log" 2>&1 ||
+	{ cat "$work/install.log"; echo "FAIL: cmake --install"; exit 1; }
+libdir=$(dirname "$(find "$prefix" -name 'librpcrdma_core.so' | head -1)")
+echo "installed into $prefix (libraries in ${libdir#"$prefix"/})"
+
+# nothing that points back into the build or source tree, nothing test-only
+if grep -rIl -e "$BUILD" -e "$SRC" "$prefix" >"$work/leaks"; then
+	fail "installed files name the build or source tree: $(tr '\n' ' ' <"$work/leaks")"
+fi
+[ -z "$(find "$prefix" -name '*mock*')" ] || fail "the mock provider is installed"
+
+# pkg-config: the prefix the files are in, whatever cmake was configured with
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+for pc in librpcrdma-core librpcrdma librpcrdma-rpc librpcrdma-nfs3; do
+	p=$(pkg-config --variable=prefix "$pc") || { fail "pkg-config $pc"; continue; }
+	[ "$(cd "$p" && pwd -P)" = "$(cd "$prefix" && pwd -P)" ] || fail "$pc says prefix $p"
+done
+cc -std=c11 -Wall -Wextra -Werror "$SRC/tests/install/rpc_prog.c" -o "$work/rpc_prog" \
+	$(pkg-config --cflags --libs librpcrdma-rpc) 2>"$work/cc.log" ||
+	{ cat "$work/cc.log"; fail "a program does not build with pkg-config"; }
+if [ -x "$work/rpc_prog" ]; then
+	LD_LIBRARY_PATH=$libdir timeout 60 "$work/rpc_prog" tcp || fail "the pkg-config program over tcp"
+	LD_LIBRARY_PATH=$libdir timeout 60 "$work/rpc_prog" shm || fail "the pkg-config program over shm"
+fi
+# the same from a prefix moved elsewhere as a whole (relative pkg-config files)
+mv "$work/opt" "$work/moved"
+libdir2=${libdir/"$work/opt"/"$work/moved"}
+p=$(PKG_CONFIG_PATH=$libdir2/pkgconfig pkg-config --variable=libdir librpcrdma-rpc)
+[ "$(cd "$p" 2>/dev/null && pwd -P)" = "$(cd "$libdir2" && pwd -P)" ] ||
+	fail "after moving the prefix pkg-config says libdir $p"
+mv "$work/moved" "$work/opt"
+
+# CMake: find_package in a user's project
+cmake -S "$SRC/tests/install" -B "$work/user" -DCMAKE_PREFIX_PATH="$prefix" \
+	-DCMAKE_C_COMPILER="${CC:-cc}" >"$work/user.log" 2>&1 &&
+	cmake --build "$work/user" >>"$work/user.log" 2>&1 ||
+	{ cat "$work/user.log"; fail "a CMake project does not build with find_package(rpcrdma)"; }
+for p in core_prog core_prog_static; do
+	[ -x "$work/user/$p" ] && { "$work/user/$p" || fail "$p"; }
+done
+if [ -x "$work/user/core_prog_static" ] && ldd "$work/user/core_prog_static" | grep -q rpcrdma; then
+	fail "rpcrdma::nfs3_static linked a shared librpcrdma"
+fi
+
+# the tool: found its libraries by itself
+if [ -x "$prefix/bin/rpcrdma" ]; then
+	env -u LD_LIBRARY_PATH "$prefix/bin/rpcrdma" --version || fail "the installed rpcrdma does not run"
+fi
+# man pages, where the build made them
+if [ -d "$prefix/share/man" ]; then
+	for page in rpcrdma.1 librpcrdma.3 rpcrdma-engine.3 rpcrdma.7; do
+		MANPATH=$prefix/share/man man -w "${page##*.}" "${page%.*}" >/dev/null 2>&1 ||
+			fail "man ${page##*.} ${page%.*} is not installed"
+	done
+fi
+[ $rc -eq 0 ] && echo "install: pkg-config and CMake users build, link and run"
+exit $rc
