@@ -1372,8 +1372,10 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 	char err[256];
 	int rc;
 
+	rpcrdma__create_err(NULL);
 	ct = calloc(1, sizeof(*ct));
 	if (!ct || !host || !(ct->host = strdup(host))) {
+		rpcrdma__create_err("%s", host ? "out of memory" : "no host given");
 		free(ct);
 		create_error(RPC_SYSTEMERROR, host ? ENOMEM : EINVAL);
 		return NULL;
@@ -1389,10 +1391,14 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 	init_lock(ct);
 	rc = rpcrdma_prov_open(ct->opts.provider, &ct->p, err, sizeof(err));
 	if (rc) {
+		rpcrdma__create_err("provider '%s': %s", ct->opts.provider ? ct->opts.provider : "tcp",
+				    err[0] ? err : rpcrdma_strerror(rc));
 		create_error(RPC_SYSTEMERROR, ENOENT);
 		goto out_free;
 	}
 	if (ct->opts.port > 65535) {
+		rpcrdma__create_err("port %u is not a port (1..65535, or 0 for the default)",
+				    ct->opts.port);
 		create_error(RPC_SYSTEMERROR, EINVAL);
 		goto out_prov;
 	}
@@ -1400,11 +1406,15 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 		ct->opts.port = find_port(ct, host);
 	rc = make_engine(ct);
 	if (rc) {
+		rpcrdma__create_err("transport engine: %s (check inline_size, max_credits)",
+				    rpcrdma_strerror(rc));
 		create_error(RPC_SYSTEMERROR, EINVAL);
 		goto out_prov;
 	}
 	rc = connect_engine(ct, ct->opts.connect_timeout_ms);
 	if (rc) {
+		rpcrdma__create_err_conn(rc, "connect to", host, ct->opts.port,
+					 ct->opts.connect_timeout_ms);
 		connect_error(rc);
 		goto out_eng;
 	}

@@ -67,6 +67,12 @@ void rpcrdma__eng_config_rpc(struct rpcrdma_eng_config *cfg, int role,
  * when it was too soon, and the caller tries again later. */
 bool rpcrdma__rpc_give_back_memory(void);
 
+/* Sets (fmt NULL: clears) this thread's rpcrdma_create_errtext(). */
+void rpcrdma__create_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The text of a failed rpcrdma_connect/_listen toward host:port, for the user. */
+void rpcrdma__create_err_conn(int rc, const char *what, const char *host, unsigned port,
+			      int timeout_ms);
+
 /* Monotonic milliseconds. */
 uint64_t rpcrdma__rpc_now(void);
 

@@ -859,21 +859,38 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 {
 	struct srv *s = calloc(1, sizeof(*s));
 	char err[256];
-	int dual, port;
+	int dual, port, rc;
 
-	if (!s)
+	rpcrdma__create_err(NULL);
+	if (!s) {
+		rpcrdma__create_err("out of memory");
 		return NULL;
+	}
 	svc_defaults(&s->opts, opts);
 	rpcrdma_credit_pool_init(&s->pool, s->opts.recv_budget);
 	pthread_mutex_init(&s->lock, NULL);
 	port = listen_port(opts);
-	if (port < 0 || rpcrdma_prov_open(s->opts.provider, &s->p, err, sizeof(err)))
+	if (port < 0) {
+		rpcrdma__create_err("port %u is not a port (0..65535, or RPCRDMA_PORT_ANY)",
+				    opts->port);
 		goto out_free;
-	if (listen_any(s, (uint16_t)port, &dual))
+	}
+	rc = rpcrdma_prov_open(s->opts.provider, &s->p, err, sizeof(err));
+	if (rc) {
+		rpcrdma__create_err("provider '%s': %s", s->opts.provider,
+				    err[0] ? err : rpcrdma_strerror(rc));
+		goto out_free;
+	}
+	rc = listen_any(s, (uint16_t)port, &dual);
+	if (rc) {
+		rpcrdma__create_err_conn(rc, "listen on", s->opts.host, (unsigned)port, 0);
 		goto out_prov;
+	}
 	s->xprt.xp_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (s->xprt.xp_fd < 0)
+	if (s->xprt.xp_fd < 0) {
+		rpcrdma__create_err("eventfd: %s", strerror(errno));
 		goto out_listen;
+	}
 	s->xprt.xp_port = rpcrdma_listener_port(s->l);
 	s->xprt.xp_ops = &lst_ops;
 	s->xprt.xp_ops2 = &conn_ops2;
@@ -882,8 +899,10 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 	s->xprt.xp_netid = "rdma";
 	s->xprt.xp_tp = "rdma";
 	listener_addresses(s, dual);
-	if (pthread_create(&s->thread, NULL, progress, s))
+	if (pthread_create(&s->thread, NULL, progress, s)) {
+		rpcrdma__create_err("cannot start the progress thread");
 		goto out_fd;
+	}
 	xprt_register(&s->xprt);
 	pthread_mutex_lock(&g_lock);
 	s->next = g_srvs;

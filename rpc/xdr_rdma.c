@@ -3,6 +3,8 @@
  * moves a DDP-eligible opaque out of the inline stream on an RPC-over-RDMA message and is
  * plain xdr_bytes() anywhere else; and the process-wide table of upper-layer bindings. */
 #include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -268,6 +270,54 @@ void rpcrdma__eng_config_rpc(struct rpcrdma_eng_config *cfg, int role,
 	cfg->write_send_ordered = caps->write_send_ordered;
 	cfg->msgp_align = msgp_align;
 	cfg->msgp_thresh = msgp_thresh;
+}
+
+/* ---- why a create call failed ---- */
+
+static __thread char create_err[320];
+
+const char *rpcrdma_create_errtext(void)
+{
+	return create_err;
+}
+
+void rpcrdma__create_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	create_err[0] = '\0';
+	if (!fmt)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(create_err, sizeof(create_err), fmt, ap);
+	va_end(ap);
+}
+
+void rpcrdma__create_err_conn(int rc, const char *what, const char *host, unsigned port,
+			      int timeout_ms)
+{
+	host = host ? host : "*";
+	switch (-rc) {
+	case RPCRDMA_ERR_ADDR:
+		rpcrdma__create_err("%s %s port %u: the address or port cannot be used (unknown "
+				    "host, or the port is in use)", what, host, port);
+		break;
+	case RPCRDMA_ERR_TIMEDOUT:
+		rpcrdma__create_err("%s %s port %u: no answer within %d ms; is an RPC-over-RDMA "
+				    "server (e.g. rpcrdma serve) listening there, over the same "
+				    "provider?", what, host, port, timeout_ms);
+		break;
+	case RPCRDMA_ERR_REFUSED:
+		rpcrdma__create_err("%s %s port %u: connection refused; nothing listens there "
+				    "(or not an RPC-over-RDMA server)", what, host, port);
+		break;
+	case RPCRDMA_ERR_REJECTED:
+		rpcrdma__create_err("%s %s port %u: the server rejected the connection", what,
+				    host, port);
+		break;
+	default:
+		rpcrdma__create_err("%s %s port %u: %s", what, host, port, rpcrdma_strerror(rc));
+	}
 }
 
 /* ---- time and waiting ---- */

@@ -3,6 +3,7 @@
 #ifndef RPCRDMA_TOOLS_CLI_H
 #define RPCRDMA_TOOLS_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "rpcrdma/rpcrdma.h"
@@ -16,6 +17,13 @@ int cmd_info(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_ping(int argc, char **argv);
 int cmd_perf(int argc, char **argv);
+
+/* Checked option values (args.c): 0, or -1 after a message naming cmd, opt and s. */
+int arg_uint(const char *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
+	     uint64_t *out);
+int arg_double(const char *cmd, const char *opt, const char *s, double min, double max,
+	       double *out);
+int arg_size(const char *cmd, const char *opt, const char *s, uint64_t max, uint64_t *out);
 
 /* Hex: whitespace, ':' and a leading "0x" are ignored. Returns bytes or -1. */
 long hex_parse(const char *s, unsigned char *out, size_t cap);

@@ -33,7 +33,7 @@ static void print_json(const struct rpcrdma_prov_caps *c, const char *note)
 	printf("{\"provider\":\"%s\",\"fabric\":\"%s\",\"endpoint\":\"%s\",\"rma\":true,"
 	       "\"key_size\":%u,\"provider_keys\":%s,\"virt_addr\":%s,\"write_send_ordered\":%s,"
 	       "\"access_enforced\":%s,\"iov_limit\":%u,\"rma_iov_limit\":%u,\"tx_depth\":%u,"
-	       "\"rx_depth\":%u,\"inject_size\":%zu,\"wait_fd\":%s,\"usable\":%s}\n",
+	       "\"rx_depth\":%u,\"inject_size\":%zu,\"wait_fd\":%s,\"usable\":%s}",
 	       c->name, c->fabric, ep_type_name(c->ep_type), c->key_size,
 	       c->prov_keys ? "true" : "false", c->virt_addr ? "true" : "false",
 	       c->write_send_ordered ? "true" : "false", c->enforces_access ? "true" : "false",
@@ -77,8 +77,18 @@ int cmd_info(int argc, char **argv)
 		verbs |= !strcmp(caps[i].name, "verbs");
 	}
 	if (json) {
-		for (i = 0; i < n; i++)
+		/* one document, the list empty where nothing is usable */
+		printf("{\"version\":\"%s\",\"providers\":[", rpcrdma_version());
+		for (i = 0; i < n; i++) {
+			printf(i ? ",\n" : "\n");
 			print_json(&caps[i], notes[i]);
+		}
+		printf("]}\n");
+		return EXIT_OK;
+	}
+	if (n == 0) {
+		puts("no RDMA provider is usable here: libfabric offers none with reliable messaging "
+		     "and RDMA (check FI_PROVIDER, and that libfabric's providers are installed)");
 		return EXIT_OK;
 	}
 	printf("%-8s %-20s %-5s %-9s %-7s %-9s %-8s %-6s %-5s %s\n", "provider", "endpoint", "keys",

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* rpcrdma: one command-line tool, one subcommand per job. */
+#include <signal.h>
 #include <string.h>
 
 #include "cli.h"
@@ -31,7 +32,14 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	struct sigaction sa;
 	size_t i;
+
+	/* a peer that closes (a TCP client pinging an RDMA port) is an error to report,
+	 * not a reason to die */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
 
 	if (argc < 2) {
 		usage(stderr);

@@ -40,9 +40,14 @@ struct rpcrdma_clnt_opts {
 };
 
 /* A CLIENT * for prog/vers at host (a name or address, IPv4 or IPv6) over RDMA. NULL
- * opts: defaults. On failure NULL, with rpc_createerr set (clnt_pcreateerror() works). */
+ * opts: defaults. On failure NULL, with rpc_createerr set (clnt_pcreateerror() works) and
+ * rpcrdma_create_errtext() saying what happened and what to do. */
 RPCRDMA_API CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 			 const struct rpcrdma_clnt_opts *opts);
+
+/* Why this thread's last clnt_rdma_create() or svc_rdma_create() failed, in words that
+ * say what to do (the provider's own error text included); "" if it did not fail. */
+RPCRDMA_API const char *rpcrdma_create_errtext(void);
 
 /* clnt_control() requests of our own (besides CLSET/CLGET_TIMEOUT, CLGET/CLSET_XID,
  * CLGET/CLSET_VERS, CLGET/CLSET_PROG, CLGET_SERVER_ADDR, CLGET_SVC_ADDR, CLGET_FD). */

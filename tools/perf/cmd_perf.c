@@ -6,6 +6,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
+#include <rdma/fabric.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,13 +184,38 @@ static enum clnt_stat call_sync(struct slot *s)
 
 static int call_async(struct slot *s);
 
+/* SIGINT or SIGTERM: every loop ends at its next turn, what was measured is printed
+ * marked interrupted, the server perf started is stopped, and perf exits 128 + signal. */
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+static void catch_stop(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int running(double end)
+{
+	return !stop_sig && now_s() < end;
+}
+
 static void async_done(void *ctx, enum clnt_stat st)
 {
 	struct slot *s = ctx;
 
 	record(s, st);
 	s->inflight = 0;
-	if (now_s() < s->end)
+	if (running(s->end))
 		call_async(s);
 }
 
@@ -228,7 +254,7 @@ static void *sync_loop(void *arg)
 {
 	struct slot *s = arg;
 
-	while (now_s() < s->end)
+	while (running(s->end))
 		record(s, call_sync(s));
 	return NULL;
 }
@@ -287,7 +313,8 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 	for (i = 0; i < nclients; i++) {
 		cls[i] = ps_client(provider, c->host, provider ? c->port : c->tcp_port);
 		if (!cls[i]) {
-			clnt_pcreateerror("rpcrdma perf");
+			ps_explain_create_error("perf", provider, c->host,
+						provider ? c->port : c->tcp_port);
 			return -1;
 		}
 	}
@@ -295,7 +322,7 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 	for (i = 0; i < nclients; i++) {
 		struct slot w = { .c = c, .cl = cls[i], .op = OP_NULL, .end = now_s() + 0.05 };
 
-		while (now_s() < w.end)
+		while (running(w.end))
 			call_sync(&w);
 	}
 	t0 = now_s();
@@ -339,8 +366,34 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 
 /* ---- output ---- */
 
+/* --json: the run's metadata first, as one object, so a file of results says what made it. */
+static void print_run(const struct cfg *c)
+{
+	char host[256] = "";
+	int i;
+
+	gethostname(host, sizeof(host) - 1);
+	printf("{\"run\":{\"tool\":\"rpcrdma perf\",\"version\":\"%s\",\"libfabric\":\"%u.%u\","
+	       "\"host\":\"%s\",\"server\":\"%s\",\"port\":%u,\"provider\":\"%s\",\"seconds\":%g,"
+	       "\"ops\":[", rpcrdma_version(), FI_MAJOR(fi_version()), FI_MINOR(fi_version()), host,
+	       c->child > 0 ? "own" : c->host, c->port, c->provider, c->secs);
+	for (i = 0; i < OP_COUNT; i++)
+		if (c->ops & (1u << i))
+			printf("%s\"%s\"", (c->ops & ((1u << i) - 1)) ? "," : "", op_names[i]);
+	printf("],\"sizes\":[");
+	for (i = 0; i < c->nsizes; i++)
+		printf("%s%u", i ? "," : "", c->sizes[i]);
+	printf("],\"depths\":[");
+	for (i = 0; i < c->ndepths; i++)
+		printf("%s%d", i ? "," : "", c->depths[i]);
+	printf("],\"compare\":%s,\"check\":%s}}\n", c->compare ? "true" : "false",
+	       c->check ? "true" : "false");
+}
+
 static void print_header(const struct cfg *c)
 {
+	if (c->json)
+		print_run(c);
 	if (!c->json)
 		printf("%-10s %-5s %9s %5s %11s %9s %9s %9s %9s\n", "transport", "op", "bytes", "depth",
 		       "calls/s", "MB/s", "p50 us", "p99 us", "cpu s/GB");
@@ -356,11 +409,11 @@ static void print_result(const struct cfg *c, const struct result *r)
 		if (c->check)
 			printf(",\"verified\":%llu,\"failed\":%llu", (unsigned long long)r->verified,
 			       (unsigned long long)r->failed);
-		printf("}\n");
+		printf("%s}\n", stop_sig ? ",\"interrupted\":true" : "");
 	} else {
-		printf("%-10s %-5s %9u %5d %11.0f %9.1f %9.1f %9.1f %9.2f%s\n", r->transport,
+		printf("%-10s %-5s %9u %5d %11.0f %9.1f %9.1f %9.1f %9.2f%s%s\n", r->transport,
 		       op_names[r->op], r->size, r->depth, r->calls_s, r->mbps, r->p50, r->p99,
-		       r->cpu_gb, r->failed ? "  FAILED CALLS" : "");
+		       r->cpu_gb, r->failed ? "  FAILED CALLS" : "", stop_sig ? "  (interrupted)" : "");
 	}
 	fflush(stdout);
 }
@@ -455,33 +508,52 @@ static void compare_raw(const struct cfg *c, const struct result *r, const struc
 
 /* ---- options and the run ---- */
 
-static int parse_list(const char *s, uint32_t *out, int max)
+/* A comma-separated list of sizes ("0,4k,1m", each at most max) or, with max 0, of counts
+ * 1..64: how many, or -1 after a message naming the bad item. */
+static int parse_list(const char *opt, const char *s, uint32_t *out, int cap, uint64_t max)
 {
-	int n = 0;
 	char *copy = strdup(s), *tok, *save = NULL;
+	int n = 0;
+	uint64_t v;
 
-	for (tok = strtok_r(copy, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		double v = strtod(tok, &end);
-
-		if (*end == 'k' || *end == 'K')
-			v *= 1024;
-		else if (*end == 'm' || *end == 'M')
-			v *= 1024 * 1024;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == cap) {
+			fprintf(stderr, "rpcrdma perf: %s: at most %d values\n", opt, cap);
+			n = -1;
+			break;
+		}
+		if (max ? arg_size("perf", opt, tok, max, &v)
+			: arg_uint("perf", opt, tok, 1, 64, &v)) {
+			n = -1;
+			break;
+		}
 		out[n++] = (uint32_t)v;
 	}
 	free(copy);
-	return n;
+	if (n == 0)
+		fprintf(stderr, "rpcrdma perf: %s: no value given\n", opt);
+	return n > 0 ? n : -1;
 }
 
+/* "null,read": a mask of operations, 0 after a message naming an unknown one. */
 static unsigned parse_ops(const char *s)
 {
+	char *copy = strdup(s), *tok, *save = NULL;
 	unsigned m = 0;
 	int i;
 
-	for (i = 0; i < OP_COUNT; i++)
-		if (strstr(s, op_names[i]))
-			m |= 1u << i;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < OP_COUNT && strcmp(tok, op_names[i]); i++)
+			;
+		if (i == OP_COUNT) {
+			fprintf(stderr, "rpcrdma perf: invalid --ops '%s': operations are null, read, "
+				"write and echo\n", tok);
+			m = 0;
+			break;
+		}
+		m |= 1u << i;
+	}
+	free(copy);
 	return m;
 }
 
@@ -512,34 +584,56 @@ static int parse(int argc, char **argv, struct cfg *c)
 		{ 0, 0, 0, 0 }
 	};
 	uint32_t d[8];
+	uint64_t v;
 	int ch, i;
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjP:S:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'p': c->provider = optarg; break;
-		case 'T': c->tcp_port = (uint16_t)atoi(optarg); break;
-		case 's': c->secs = atof(optarg); break;
-		case 'o': c->ops = parse_ops(optarg); break;
-		case 'z': c->nsizes = parse_list(optarg, c->sizes, 16); break;
+		case 'T':
+			if (arg_uint("perf", "--tcp-port", optarg, 1, 65535, &v))
+				return -1;
+			c->tcp_port = (uint16_t)v;
+			break;
+		case 's':
+			if (arg_double("perf", "--seconds", optarg, 0.001, 86400, &c->secs))
+				return -1;
+			break;
+		case 'o':
+			if (!(c->ops = parse_ops(optarg)))
+				return -1;
+			break;
+		case 'z':
+			if ((c->nsizes = parse_list("--sizes", optarg, c->sizes, 16, PS_MAX)) < 0)
+				return -1;
+			break;
 		case 'd':
-			c->ndepths = parse_list(optarg, d, 8);
+			if ((c->ndepths = parse_list("--depths", optarg, d, 8, 0)) < 0)
+				return -1;
 			for (i = 0; i < c->ndepths; i++)
-				c->depths[i] = d[i] < 1 ? 1 : d[i] > 64 ? 64 : (int)d[i];
+				c->depths[i] = (int)d[i];
 			break;
 		case 'C': c->compare = 1; break;
 		case 'k': c->check = 1; break;
 		case 'j': c->json = 1; break;
 		case 'P': c->pcap = optarg; break;
-		case 'S': c->snaplen = (uint32_t)atoi(optarg); break;
+		case 'S':
+			if (arg_uint("perf", "--pcap-snaplen", optarg, 0, UINT32_MAX, &v))
+				return -1;
+			c->snaplen = (uint32_t)v;
+			break;
 		case 'h': usage(stdout); exit(EXIT_OK);
 		default: return -1;
 		}
 	}
-	if (optind < argc - 1 || c->secs <= 0 || !c->ops || !c->nsizes || !c->ndepths)
+	if (optind < argc - 1) {
+		fprintf(stderr, "rpcrdma perf: one host only ('%s')\n", argv[optind + 1]);
 		return -1;
+	}
 	if (optind == argc - 1)
-		return ps_parse_addr(argv[optind], c->host, sizeof(c->host), &c->port, PS_DEFAULT_PORT);
+		return ps_parse_addr("perf", argv[optind], c->host, sizeof(c->host), &c->port,
+				     PS_DEFAULT_PORT);
 	return 0;
 }
 
@@ -596,16 +690,18 @@ int cmd_perf(int argc, char **argv)
 			 .nsizes = 4, .depths = { 1, 32 }, .ndepths = 2 };
 	struct result r, t;
 	struct raw raw;
-	int o, s, d, k = 0, total = 0, failed = 0;
+	int o, s, d, k = 0, total = 0, failed = 0, figures = 0, rc = EXIT_OK;
 
 	if (parse(argc, argv, &c)) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (!c.host[0] && start_server(&c)) {
-		fprintf(stderr, "rpcrdma perf: cannot start a server over %s\n", c.provider);
+		fprintf(stderr, "rpcrdma perf: cannot start a server over %s (try rpcrdma serve "
+			"--provider %s to see why)\n", c.provider, c.provider);
 		return EXIT_FAIL;
 	}
+	catch_stop();
 	if (c.pcap && ps_pcap_start(c.pcap, c.snaplen))
 		return EXIT_FAIL;
 	wdata = malloc(PS_MAX);
@@ -631,14 +727,24 @@ int cmd_perf(int argc, char **argv)
 			wdata_sum = ps_checksum(wdata, size);
 			for (d = 0; d < c.ndepths; d++) {
 				progress(&c, k, total, (total - k) * c.secs * (c.compare ? 2 : 1));
-				if (measure(&c, c.provider, o, size, c.depths[d], &r))
-					return EXIT_FAIL;
+				if (measure(&c, c.provider, o, size, c.depths[d], &r)) {
+					rc = EXIT_FAIL;
+					goto out;
+				}
 				print_result(&c, &r);
+				figures++;
 				failed += r.failed != 0;
+				if (stop_sig)
+					goto out;
 				if (c.compare && c.tcp_port) {
-					if (measure(&c, NULL, o, size, c.depths[d], &t))
-						return EXIT_FAIL;
+					if (measure(&c, NULL, o, size, c.depths[d], &t)) {
+						rc = EXIT_FAIL;
+						goto out;
+					}
 					print_result(&c, &t);
+					figures++;
+					if (stop_sig)
+						goto out;
 					failed += t.failed != 0;
 					print_ratio(&c, &r, &t, o == OP_NULL ? "calls/s" : "MB/s",
 						    o == OP_NULL ? r.calls_s : r.mbps,
@@ -651,11 +757,20 @@ int cmd_perf(int argc, char **argv)
 		}
 	}
 	progress(&c, total, total, 0);
+	rc = failed ? EXIT_FAIL : EXIT_OK;
+out:
+	if (c.json)
+		printf("{\"summary\":{\"figures\":%d,\"failed\":%d,\"interrupted\":%s}}\n", figures,
+		       failed, stop_sig ? "true" : "false");
+	else if (stop_sig)
+		printf("interrupted by %s after %d figures\n", stop_sig == SIGINT ? "SIGINT" : "SIGTERM",
+		       figures);
+	fflush(stdout);
 	ps_pcap_stop();
 	if (c.child > 0) {
 		kill(c.child, SIGTERM);
 		waitpid(c.child, NULL, 0);
 	}
 	free(wdata);
-	return failed ? EXIT_FAIL : EXIT_OK;
+	return stop_sig ? 128 + stop_sig : rc;
 }

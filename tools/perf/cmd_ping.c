@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* rpcrdma ping: NULL-RPC round trips, like ping(8). */
+#include <errno.h>
 #include <getopt.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,87 +29,221 @@ static int cmp_d(const void *a, const void *b)
 
 static void usage(FILE *f)
 {
-	fputs("usage: rpcrdma ping HOST[:PORT] [-c COUNT] [-i SECONDS] [--provider NAME|--tirpc]\n"
-	      "NULL RPC round trips to `rpcrdma serve` (port 20049 unless given); prints each,\n"
-	      "then min/avg/max/p99. --tirpc pings its ONC RPC/TCP port instead.\n"
+	fputs("usage: rpcrdma ping HOST[:PORT] [-c COUNT] [-i SECONDS] [--json]\n"
+	      "                    [--provider NAME | --tirpc [--tcp-port PORT]]\n"
+	      "NULL RPC round trips to `rpcrdma serve` (port 20049 unless given), like ping(8):\n"
+	      "one line per reply until COUNT calls (default: until interrupted, ^C), then\n"
+	      "calls, replies, loss and min/avg/max/p99. --tirpc pings the server's ONC RPC/TCP\n"
+	      "port (serve --tcp PORT), given as HOST:PORT or --tcp-port. --json: one object\n"
+	      "per call and a summary object. Exit status 0 if every call was answered.\n"
 	      PS_PCAP_USAGE, f);
 }
 
-int cmd_ping(int argc, char **argv)
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* ^C ends the run and the summary is still printed, as ping(8) does; sigaction without
+ * SA_RESTART so that a wait in progress returns at once. */
+static void catch_interrupt(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_interrupt;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The p-th percentile by nearest rank: the smallest value with at least p% of the
+ * values at or below it (for 5 values, p99 is the largest; never below the median). */
+static double percentile(const double *sorted, int n, double p)
+{
+	int rank = (int)ceil(p / 100.0 * n);
+
+	if (rank < 1)
+		rank = 1;
+	return sorted[(rank > n ? n : rank) - 1];
+}
+
+struct ping_opts {
+	const char *provider, *pcap;
+	char host[256];
+	uint16_t port;
+	uint32_t snaplen;
+	long count;   /* 0: until interrupted */
+	double interval;
+	int json, tcp_port;
+};
+
+static int parse(int argc, char **argv, struct ping_opts *o)
 {
 	static const struct option lo[] = {
 		{ "provider", required_argument, 0, 'p' }, { "tirpc", no_argument, 0, 'T' },
 		{ "count", required_argument, 0, 'c' }, { "interval", required_argument, 0, 'i' },
+		{ "tcp-port", required_argument, 0, 't' }, { "json", no_argument, 0, 'j' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
-	const char *provider = "tcp", *pcap = NULL;
-	char host[256];
-	uint16_t port;
-	uint32_t snaplen = 0;
-	int count = 10, c, i, got = 0;
-	double interval = 1.0, *rtt, sum = 0;
-	struct timeval tv = { 5, 0 };
-	CLIENT *cl;
+	int c, has_port;
+	uint64_t v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:Tc:i:P:S:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:Tc:i:t:jP:S:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'p': provider = optarg; break;
-		case 'T': provider = NULL; break;
-		case 'c': count = atoi(optarg); break;
-		case 'i': interval = atof(optarg); break;
-		case 'P': pcap = optarg; break;
-		case 'S': snaplen = (uint32_t)atoi(optarg); break;
-		case 'h': usage(stdout); return EXIT_OK;
+		case 'p': o->provider = optarg; break;
+		case 'T': o->provider = NULL; break;
+		case 'c':
+			if (arg_uint("ping", "-c", optarg, 1, 1000000000, &v))
+				return EXIT_USAGE;
+			o->count = (long)v;
+			break;
+		case 'i':
+			if (arg_double("ping", "-i", optarg, 0, 3600, &o->interval))
+				return EXIT_USAGE;
+			break;
+		case 't':
+			if (arg_uint("ping", "--tcp-port", optarg, 1, 65535, &v))
+				return EXIT_USAGE;
+			o->tcp_port = (int)v;
+			break;
+		case 'j': o->json = 1; break;
+		case 'P': o->pcap = optarg; break;
+		case 'S':
+			if (arg_uint("ping", "--pcap-snaplen", optarg, 0, UINT32_MAX, &v))
+				return EXIT_USAGE;
+			o->snaplen = (uint32_t)v;
+			break;
+		case 'h': usage(stdout); exit(EXIT_OK);
 		default: usage(stderr); return EXIT_USAGE;
 		}
 	}
-	if (optind + 1 != argc || count < 1 || interval < 0 ||
-	    ps_parse_addr(argv[optind], host, sizeof(host), &port, PS_DEFAULT_PORT)) {
+	if (optind + 1 != argc) {
+		fprintf(stderr, "rpcrdma ping: %s\n", optind >= argc ? "which host? (HOST[:PORT])"
+							 : "one host only");
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (pcap && ps_pcap_start(pcap, snaplen))
+	if (ps_parse_addr("ping", argv[optind], o->host, sizeof(o->host), &o->port, 0))
+		return EXIT_USAGE;
+	has_port = o->port != 0;
+	if (!o->provider) {
+		/* the TCP port is the server's --tcp one: nothing to guess it from */
+		if (o->tcp_port)
+			o->port = (uint16_t)o->tcp_port;
+		else if (!has_port) {
+			fprintf(stderr, "rpcrdma ping: --tirpc needs the server's ONC RPC/TCP port "
+				"(serve --tcp PORT): give HOST:PORT or --tcp-port PORT\n");
+			return EXIT_USAGE;
+		}
+	} else if (!has_port) {
+		o->port = PS_DEFAULT_PORT;
+	}
+	return EXIT_OK;
+}
+
+static void print_reply(const struct ping_opts *o, long seq, double dt, enum clnt_stat st)
+{
+	if (o->json && st == RPC_SUCCESS)
+		printf("{\"seq\":%ld,\"time_us\":%.1f}\n", seq, dt);
+	else if (o->json)
+		printf("{\"seq\":%ld,\"error\":\"%s\"}\n", seq, clnt_sperrno(st));
+	else if (st == RPC_SUCCESS)
+		printf("NULL reply: seq=%ld time=%.1f us\n", seq, dt);
+	else
+		printf("seq=%ld: %s\n", seq, clnt_sperrno(st));
+	fflush(stdout);
+}
+
+static void print_summary(const struct ping_opts *o, long sent, long got, double *rtt,
+			  double sum)
+{
+	double lost = sent ? 100.0 * (double)(sent - got) / (double)sent : 0;
+
+	if (got)
+		qsort(rtt, (size_t)got, sizeof(*rtt), cmp_d);
+	if (o->json) {
+		printf("{\"host\":\"%s\",\"port\":%u,\"calls\":%ld,\"replies\":%ld,"
+		       "\"lost_pct\":%.1f%s", o->host, o->port, sent, got, lost,
+		       interrupted ? ",\"interrupted\":true" : "");
+		if (got)
+			printf(",\"min_us\":%.1f,\"avg_us\":%.1f,\"max_us\":%.1f,\"p99_us\":%.1f",
+			       rtt[0], sum / (double)got, rtt[got - 1], percentile(rtt, (int)got, 99));
+		printf("}\n");
+		return;
+	}
+	printf("--- %s ping statistics ---\n%ld calls, %ld replies, %.0f%% lost\n", o->host, sent,
+	       got, lost);
+	if (got)
+		printf("rtt min/avg/max/p99 = %.1f/%.1f/%.1f/%.1f us\n", rtt[0], sum / (double)got,
+		       rtt[got - 1], percentile(rtt, (int)got, 99));
+}
+
+/* Sleep the interval, cut short by ^C. */
+static void pause_for(double interval)
+{
+	struct timespec ts = { (time_t)interval, (long)((interval - (time_t)interval) * 1e9) };
+
+	while (!interrupted && nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+int cmd_ping(int argc, char **argv)
+{
+	struct ping_opts o = { .provider = "tcp", .interval = 1.0 };
+	struct timeval tv = { 5, 0 };
+	double *rtt = NULL, sum = 0;
+	long sent = 0, got = 0, cap = 0;
+	CLIENT *cl;
+	int rc;
+
+	rc = parse(argc, argv, &o);
+	if (rc != EXIT_OK)
+		return rc;
+	if (o.pcap && ps_pcap_start(o.pcap, o.snaplen))
 		return EXIT_FAIL;
-	cl = ps_client(provider, host, port);
+	cl = ps_client(o.provider, o.host, o.port);
 	if (!cl) {
-		clnt_pcreateerror("rpcrdma ping");
+		ps_explain_create_error("ping", o.provider, o.host, o.port);
 		ps_pcap_stop();
 		return EXIT_FAIL;
 	}
-	rtt = calloc((size_t)count, sizeof(*rtt));
-	printf("PING %s port %u over %s%s\n", host, port, provider ? "RDMA/" : "ONC RPC/TCP",
-	       provider ? provider : "");
-	for (i = 0; i < count; i++) {
-		double t0 = now_us();
+	catch_interrupt();
+	if (!o.json)
+		printf("PING %s port %u over %s%s\n", o.host, o.port,
+		       o.provider ? "RDMA/" : "ONC RPC/TCP", o.provider ? o.provider : "");
+	while (!interrupted && (!o.count || sent < o.count)) {
+		double t0 = now_us(), dt;
 		enum clnt_stat st = clnt_call(cl, PS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL,
 					      (xdrproc_t)(void (*)(void))xdr_void, NULL, tv);
-		double dt = now_us() - t0;
 
+		dt = now_us() - t0;
+		sent++;
 		if (st == RPC_SUCCESS) {
+			if (got == cap) {
+				double *n = realloc(rtt, sizeof(*rtt) * (size_t)(cap = cap * 2 + 64));
+
+				if (!n)
+					break;
+				rtt = n;
+			}
 			rtt[got++] = dt;
 			sum += dt;
-			printf("NULL reply: seq=%d time=%.1f us\n", i + 1, dt);
-		} else {
-			printf("seq=%d: %s\n", i + 1, clnt_sperrno(st));
 		}
-		fflush(stdout);
-		if (i + 1 < count && interval > 0) {
-			struct timespec ts = { (time_t)interval,
-					       (long)((interval - (time_t)interval) * 1e9) };
-
-			nanosleep(&ts, NULL);
-		}
+		print_reply(&o, sent, dt, st);
+		if ((!o.count || sent < o.count) && o.interval > 0)
+			pause_for(o.interval);
 	}
-	printf("--- %s ping statistics ---\n%d calls, %d replies, %.0f%% lost\n", host, count, got,
-	       100.0 * (count - got) / count);
-	if (got) {
-		qsort(rtt, (size_t)got, sizeof(*rtt), cmp_d);
-		printf("rtt min/avg/max/p99 = %.1f/%.1f/%.1f/%.1f us\n", rtt[0], sum / got,
-		       rtt[got - 1], rtt[(got - 1) * 99 / 100]);
-	}
+	print_summary(&o, sent, got, rtt, sum);
 	free(rtt);
+	auth_destroy(cl->cl_auth);
 	clnt_destroy(cl);
 	ps_pcap_stop();
-	return got == count ? EXIT_OK : EXIT_FAIL;
+	if (interrupted)
+		return got && got == sent ? EXIT_OK : EXIT_FAIL;
+	return got == sent ? EXIT_OK : EXIT_FAIL;
 }

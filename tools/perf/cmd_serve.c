@@ -25,16 +25,55 @@ static void on_signal(int sig)
 		want_exit = 1;
 }
 
+static int json;   /* --json: the listening line and the statistics as JSON objects */
+static int json_conns;
+
+static void peer_text(const struct sockaddr *peer, char *addr, size_t cap)
+{
+	if (peer && peer->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, addr, (socklen_t)cap);
+	else if (peer && peer->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, addr,
+			  (socklen_t)cap);
+}
+
+static void json_conn(const struct sockaddr *peer, const struct rpcrdma_eng_stats *st)
+{
+	char addr[64] = "";
+	unsigned i;
+
+	peer_text(peer, addr, sizeof(addr));
+	printf("{\"peer\":\"%s\",\"calls\":%llu,\"replies\":%llu,\"sent\":{\"msg\":%llu,"
+	       "\"nomsg\":%llu,\"msgp\":%llu,\"done\":%llu,\"error\":%llu},\"read_chunks\":%llu,"
+	       "\"write_chunks\":%llu,\"reply_chunks\":%llu,\"rdma_reads\":%llu,"
+	       "\"rdma_read_bytes\":%llu,\"rdma_writes\":%llu,\"rdma_write_bytes\":%llu,"
+	       "\"credits_granted\":%llu,\"errors\":{",
+	       addr, (unsigned long long)st->calls, (unsigned long long)st->replies,
+	       (unsigned long long)st->sent[0], (unsigned long long)st->sent[1],
+	       (unsigned long long)st->sent[2], (unsigned long long)st->sent[3],
+	       (unsigned long long)st->sent[4], (unsigned long long)st->read_chunks,
+	       (unsigned long long)st->write_chunks, (unsigned long long)st->reply_chunks,
+	       (unsigned long long)st->rdma_reads, (unsigned long long)st->rdma_read_bytes,
+	       (unsigned long long)st->rdma_writes, (unsigned long long)st->rdma_write_bytes,
+	       (unsigned long long)st->credits_granted);
+	for (i = 0; i < RPCRDMA_EC_COUNT; i++)
+		printf("%s\"%s\":%llu", i ? "," : "", rpcrdma_eng_errclass_name(i),
+		       (unsigned long long)st->errors[i]);
+	printf("}}");
+}
+
 static void print_conn(void *ctx, const struct sockaddr *peer, const struct rpcrdma_eng_stats *st)
 {
 	char addr[64] = "-";
 	unsigned i;
 
 	(void)ctx;
-	if (peer && peer->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, addr, sizeof(addr));
-	else if (peer && peer->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, addr, sizeof(addr));
+	if (json) {
+		printf(json_conns++ ? "," : "");
+		json_conn(peer, st);
+		return;
+	}
+	peer_text(peer, addr, sizeof(addr));
 	printf("  %-16s calls %llu replies %llu  sent MSG/NOMSG/MSGP/DONE/ERROR %llu/%llu/%llu/%llu/%llu"
 	       "  chunks read/write/reply %llu/%llu/%llu  RDMA reads %llu (%llu B) writes %llu (%llu B)"
 	       "  credits %llu",
@@ -58,6 +97,19 @@ static void print_stats(const char *why)
 {
 	struct rpcrdma_eng_stats all;
 
+	if (json) {
+		json_conns = 0;
+		printf("{\"statistics\":\"%s\",\"connections\":[", why);
+		rpcrdma_svc_stats(listener, print_conn, NULL);
+		printf("],\"all\":");
+		if (!rpcrdma_svc_totals(listener, &all))
+			json_conn(NULL, &all);
+		else
+			printf("null");
+		printf("}\n");
+		fflush(stdout);
+		return;
+	}
 	printf("rpcrdma serve: %s\n", why);
 	if (rpcrdma_svc_stats(listener, print_conn, NULL) == 0)
 		printf("  (no connection open)\n");
@@ -93,10 +145,10 @@ static void *watcher(void *arg)
 		nanosleep(&ts, NULL);
 		if (want_stats) {
 			want_stats = 0;
-			print_stats("statistics (SIGUSR1)");
+			print_stats(json ? "SIGUSR1" : "statistics (SIGUSR1)");
 		}
 		if (want_exit) {
-			print_stats("statistics at exit");
+			print_stats(json ? "exit" : "statistics at exit");
 			ps_pcap_stop();   /* _exit skips atexit: write the capture out first */
 			_exit(0);
 		}
@@ -113,7 +165,7 @@ static void *rdma_workers(void *arg)
 static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma serve [--provider tcp|shm|verbs|NAME] [--listen HOST:PORT]\n"
-	      "                     [--threads N] [--tcp PORT] [--pcap FILE [--pcap-snaplen N]]\n"
+	      "                     [--threads N] [--tcp PORT] [--json] [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Serves the built-in test program (NULL, ECHO, READ by write chunk, WRITE by read\n"
 	      "chunk; long calls and replies) over RPC-over-RDMA; --tcp also over ONC RPC/TCP.\n"
 	      "RDMA requests are dispatched on the connection-progress thread, or by N worker\n"
@@ -128,6 +180,7 @@ int cmd_serve(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "provider", required_argument, 0, 'p' }, { "listen", required_argument, 0, 'l' },
 		{ "threads", required_argument, 0, 't' }, { "tcp", required_argument, 0, 'T' },
+		{ "json", no_argument, 0, 'j' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	const char *provider = "tcp", *pcap = NULL;
@@ -135,27 +188,41 @@ int cmd_serve(int argc, char **argv)
 	uint16_t port = PS_DEFAULT_PORT, rport = 0, tport = 0;
 	uint32_t snaplen = 0;
 	int threads = 1, tcp = -1, c;
+	uint64_t v;
 	pthread_t th;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:l:t:T:P:S:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:l:t:T:jP:S:h", lo, NULL)) != -1) {
 		switch (c) {
+		case 'j': json = 1; break;
 		case 'p': provider = optarg; break;
 		case 'l':
-			if (ps_parse_addr(optarg, host, sizeof(host), &port, PS_DEFAULT_PORT)) {
-				usage(stderr);
+			if (ps_parse_addr("serve", optarg, host, sizeof(host), &port,
+					  PS_DEFAULT_PORT))
 				return EXIT_USAGE;
-			}
 			break;
-		case 't': threads = atoi(optarg); break;
-		case 'T': tcp = atoi(optarg); break;
+		case 't':
+			if (arg_uint("serve", "--threads", optarg, 1, 1024, &v))
+				return EXIT_USAGE;
+			threads = (int)v;
+			break;
+		case 'T':
+			if (arg_uint("serve", "--tcp", optarg, 0, 65535, &v))
+				return EXIT_USAGE;
+			tcp = (int)v;
+			break;
 		case 'P': pcap = optarg; break;
-		case 'S': snaplen = (uint32_t)atoi(optarg); break;
+		case 'S':
+			if (arg_uint("serve", "--pcap-snaplen", optarg, 0, UINT32_MAX, &v))
+				return EXIT_USAGE;
+			snaplen = (uint32_t)v;
+			break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
 		}
 	}
-	if (optind != argc || threads < 1) {
+	if (optind != argc) {
+		fprintf(stderr, "rpcrdma serve: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -173,10 +240,18 @@ int cmd_serve(int argc, char **argv)
 	listener = ps_serve(provider, host[0] ? host : NULL, port, tcp, threads == 1, &rport,
 			    &tport, NULL);
 	if (!listener) {
-		fprintf(stderr, "rpcrdma serve: cannot serve over %s on port %u\n", provider, port);
+		const char *why = rpcrdma_create_errtext();
+
+		fprintf(stderr, "rpcrdma serve: %s\n",
+			why[0] ? why : "cannot serve the program over ONC RPC/TCP (--tcp)");
 		return EXIT_FAIL;
 	}
-	if (tcp >= 0)
+	if (json && tcp >= 0)
+		printf("{\"listening\":{\"rdma_port\":%u,\"tcp_port\":%u,\"provider\":\"%s\"}}\n",
+		       rport, tport, provider);
+	else if (json)
+		printf("{\"listening\":{\"rdma_port\":%u,\"provider\":\"%s\"}}\n", rport, provider);
+	else if (tcp >= 0)
 		printf("listening %u %u\n", rport, tport);
 	else
 		printf("listening %u\n", rport);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "perf_common.h"
 
 void perf_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
@@ -132,36 +133,46 @@ void ps_binding_register(void)
 
 /* ---- addresses ---- */
 
-int ps_parse_addr(const char *s, char *host, size_t cap, uint16_t *port, uint16_t def)
+int ps_parse_addr(const char *cmd, const char *s, char *host, size_t cap, uint16_t *port,
+		  uint16_t def)
 {
-	const char *colon, *end;
+	const char *colon, *end, *ptext = NULL;
+	uint64_t v;
 	size_t n;
 
 	*port = def;
-	if (!s || !*s)
+	if (!s || !*s) {
+		fprintf(stderr, "rpcrdma %s: an address is needed (HOST[:PORT])\n", cmd);
 		return -1;
+	}
 	if (s[0] == '[') {
 		end = strchr(s, ']');
-		if (!end)
+		if (!end || (end[1] && end[1] != ':')) {
+			fprintf(stderr, "rpcrdma %s: invalid address '%s' (IPv6: [ADDR]:PORT)\n",
+				cmd, s);
 			return -1;
+		}
 		n = (size_t)(end - s - 1);
-		if (n >= cap)
-			return -1;
-		memcpy(host, s + 1, n);
-		host[n] = 0;
+		s++;
 		if (end[1] == ':')
-			*port = (uint16_t)atoi(end + 2);
-		return 0;
-	}
-	colon = strrchr(s, ':');
-	if (colon && strchr(s, ':') == colon) {   /* one colon: HOST:PORT */
-		n = (size_t)(colon - s);
-		*port = (uint16_t)atoi(colon + 1);
+			ptext = end + 2;
 	} else {
-		n = strlen(s);                        /* none, or a bare IPv6 address */
+		colon = strrchr(s, ':');
+		if (colon && strchr(s, ':') == colon) {   /* one colon: HOST:PORT */
+			n = (size_t)(colon - s);
+			ptext = colon + 1;
+		} else {
+			n = strlen(s);                        /* none, or a bare IPv6 address */
+		}
 	}
-	if (n >= cap)
+	if (n == 0 || n >= cap) {
+		fprintf(stderr, "rpcrdma %s: invalid address '%s'\n", cmd, s);
 		return -1;
+	}
+	if (ptext && arg_uint(cmd, "port", ptext, 0, 65535, &v))
+		return -1;
+	if (ptext)
+		*port = (uint16_t)v;
 	memcpy(host, s, n);
 	host[n] = 0;
 	return 0;
@@ -217,6 +228,18 @@ SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp
 	if (tcp_xprt)
 		*tcp_xprt = t;
 	return x;
+}
+
+void ps_explain_create_error(const char *cmd, const char *provider, const char *host,
+			     uint16_t port)
+{
+	const char *why = provider ? rpcrdma_create_errtext() : "";
+
+	if (why[0])
+		fprintf(stderr, "rpcrdma %s: %s\n", cmd, why);
+	else
+		fprintf(stderr, "rpcrdma %s: %s port %u:%s\n", cmd, host, port,
+			clnt_spcreateerror(""));
 }
 
 CLIENT *ps_client(const char *provider, const char *host, uint16_t port)

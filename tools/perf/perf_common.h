@@ -25,8 +25,9 @@ static inline uint8_t ps_byte(uint32_t i)
 uint32_t ps_checksum(const char *p, uint32_t n);
 
 /* "HOST", "HOST:PORT" or "[V6]:PORT" into host (cap bytes) and *port (default if none).
- * Returns 0 or -1. */
-int ps_parse_addr(const char *s, char *host, size_t cap, uint16_t *port, uint16_t def);
+ * Returns 0, or -1 with a message naming command cmd and what is wrong. */
+int ps_parse_addr(const char *cmd, const char *s, char *host, size_t cap, uint16_t *port,
+		  uint16_t def);
 
 /* Serve the built-in program: over RDMA (provider, host, port; port 0: ephemeral) and,
  * when tcp_port >= 0, over ONC RPC/TCP too (0: ephemeral). RDMA requests are dispatched on
@@ -50,5 +51,8 @@ void ps_pcap_stop(void);
 
 /* A client of the service: RDMA (provider) or, with provider NULL, ONC RPC/TCP. */
 CLIENT *ps_client(const char *provider, const char *host, uint16_t port);
+/* After ps_client() failed: why, and what to do, on stderr. */
+void ps_explain_create_error(const char *cmd, const char *provider, const char *host,
+			     uint16_t port);
 
 #endif

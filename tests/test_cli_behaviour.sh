@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# The tool behaves like ping, rpcinfo and iperf3: every bad value is a usage error (exit 2)
+# whose message names it; errors say what happened (unknown provider, no device, port in
+# use, nothing listening); serve takes any number of SIGUSR1 and speaks JSON; ping runs
+# until ^C without -c, then prints its summary, and its p99 is never below the median nor
+# above the maximum; perf stopped by SIGTERM/SIGINT prints what it measured marked
+# interrupted, stops the server it started and exits 143/130; info --json is one document,
+# with an empty list when nothing is usable.
+# Usage: test_cli_behaviour.sh RPCRDMA_BIN
+set -u
+BIN=$1
+PEER_LIB_TMP=1
+. "$(dirname "$0")/peer_lib.sh"
+rc=0
+fail() { echo "FAIL: $*"; rc=1; }
+
+# usage errors: exit 2, the bad value named
+usage_error() {   # EXPECTED_TEXT ARGS...
+	local want=$1 got
+	shift
+	"$BIN" "$@" >/dev/null 2>"$out/err"
+	got=$?
+	if [ "$got" -ne 2 ] || ! grep -qF -- "$want" "$out/err"; then
+		fail "rpcrdma $*: exit $got, stderr: $(head -1 "$out/err") (wanted 2 and \"$want\")"
+	fi
+}
+usage_error "'70000'" serve --listen 127.0.0.1:70000
+usage_error "'4q'" perf --sizes 4q
+usage_error "'abc'" perf --sizes 0,abc
+usage_error "'0'" perf --depths 0
+usage_error "'foo'" perf --ops null,foo
+usage_error "'-1'" perf --seconds -1
+usage_error "'x'" ping 127.0.0.1 -c x
+usage_error "'0'" serve --threads 0
+usage_error "--bogus" ping --bogus 127.0.0.1
+usage_error "--tcp-port" ping 127.0.0.1 --tirpc
+usage_error "'nope'" serve --tcp nope
+
+# errors that say what happened
+says() {   # EXPECTED_TEXT ARGS...
+	local want=$1 got
+	shift
+	timeout 30 "$BIN" "$@" >/dev/null 2>"$out/err"
+	got=$?
+	if [ "$got" -ne 1 ] || ! grep -qF -- "$want" "$out/err"; then
+		fail "rpcrdma $*: exit $got, stderr: $(head -1 "$out/err") (wanted 1 and \"$want\")"
+	else
+		echo "rpcrdma $*: $(head -1 "$out/err")"
+	fi
+}
+says "provider 'nosuch'" serve --provider nosuch --listen 127.0.0.1:0
+says "connection refused" ping 127.0.0.1:1 -c 1
+
+start_server "$out/serve" "$BIN" serve --listen 127.0.0.1:0 --tcp 0
+read -r rport tport <<<"$port"
+says "in use" serve --listen "127.0.0.1:$rport"
+
+# ping: until interrupted without -c, then the summary; p99 between median and max
+"$BIN" ping "127.0.0.1:$rport" -i 0.05 >"$out/ping" 2>&1 &
+ppid=$!
+sleep 1
+kill -INT "$ppid"
+wait "$ppid"
+prc=$?
+n=$(grep -c '^NULL reply' "$out/ping")
+grep -q 'ping statistics' "$out/ping" && [ "$prc" -eq 0 ] && [ "$n" -ge 3 ] ||
+	fail "ping stopped by SIGINT: exit $prc, $n replies, summary: $(grep -c statistics "$out/ping")"
+for count in 2 5; do
+	"$BIN" ping "127.0.0.1:$rport" -c "$count" -i 0 --json >"$out/pj" || fail "ping --json"
+	python3 - "$out/pj" "$count" <<'PY' || fail "ping -c $count: p99 wrong"
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1])]
+times = sorted(o["time_us"] for o in objs if "time_us" in o)
+s = objs[-1]
+assert s["calls"] == int(sys.argv[2]) == len(times), s
+median = times[(len(times) - 1) // 2]
+assert median <= s["p99_us"] <= s["max_us"] == times[-1], (times, s)
+# nearest rank: 99% of 2 or 5 values is all of them
+assert s["p99_us"] == times[-1], (times, s)
+print("ping -c", sys.argv[2], "p99", s["p99_us"], "max", s["max_us"])
+PY
+done
+
+# serve: SIGUSR1 many times, still serving
+for i in 1 2 3; do
+	kill -USR1 "$spid"
+	sleep 0.3
+done
+got=$(grep -c 'statistics (SIGUSR1)' "$out/serve")
+[ "$got" -eq 3 ] && kill -0 "$spid" || fail "serve after 3 SIGUSR1: $got reports, alive: $(kill -0 "$spid" && echo yes)"
+"$BIN" ping "127.0.0.1:$rport" -c 1 -i 0 >/dev/null || fail "ping after 3 SIGUSR1"
+# --tirpc to the TCP port: works; to the RDMA port: a clear error, not SIGPIPE
+"$BIN" ping "127.0.0.1:$tport" --tirpc -c 1 -i 0 >/dev/null || fail "ping --tirpc"
+timeout 30 "$BIN" ping "127.0.0.1:$rport" --tirpc -c 1 -i 0 >/dev/null 2>&1
+prc=$?
+[ "$prc" -eq 1 ] || fail "ping --tirpc to the RDMA port: exit $prc (a signal is > 128)"
+kill -TERM "$spid"
+wait "$spid"
+spid=
+
+# serve --json
+"$BIN" serve --listen 127.0.0.1:0 --json >"$out/sj" 2>&1 &
+spid=$!
+for _ in $(seq 100); do grep -q '^{"listening"' "$out/sj" && break; sleep 0.1; done
+kill -USR1 "$spid"
+sleep 0.3
+kill -TERM "$spid"
+wait "$spid"
+spid=
+python3 - "$out/sj" <<'PY' || fail "serve --json"
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert "listening" in objs[0], objs[0]
+stats = [o for o in objs if "statistics" in o]
+assert [o["statistics"] for o in stats] == ["SIGUSR1", "exit"], stats
+assert all("connections" in o and "all" in o for o in stats)
+print("serve --json:", len(objs), "objects")
+PY
+
+# perf interrupted: partial figures marked, its server stopped, exit 128 + signal
+for sig in TERM INT; do
+	"$BIN" perf --seconds 2 --ops null --depths 1,32 --json >"$out/perf" 2>&1 &
+	ppid=$!
+	sleep 3
+	child=$(pgrep -P "$ppid" | head -1)
+	kill -"$sig" "$ppid"
+	wait "$ppid"
+	prc=$?
+	want=$([ $sig = TERM ] && echo 143 || echo 130)
+	[ "$prc" -eq "$want" ] || fail "perf on SIG$sig: exit $prc, wanted $want"
+	grep -q '"interrupted":true' "$out/perf" || fail "perf on SIG$sig: nothing marked interrupted"
+	grep -q '^{"run":' "$out/perf" || fail "perf --json: no run object"
+	grep -q '^{"summary":' "$out/perf" || fail "perf --json: no summary object"
+	sleep 0.5
+	if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+		fail "perf on SIG$sig left its server $child running"
+		kill -9 "$child"
+	fi
+	echo "perf on SIG$sig: exit $prc, $(grep -c '"transport"' "$out/perf") figures"
+done
+
+# info --json: one document; empty list when libfabric offers nothing
+FI_PROVIDER=nosuch "$BIN" info --json >"$out/info" || fail "info --json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["providers"] == [], d' \
+	"$out/info" || fail "info --json with nothing usable: $(cat "$out/info")"
+"$BIN" info --json | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "info --json is not one document"
+
+[ $rc -eq 0 ] && echo "cli behaviour: ok"
+exit $rc

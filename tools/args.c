@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Command-line values, checked: each helper takes the whole text or nothing, and names
+ * the option and the bad value in its message (exit status 2, as a usage error). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int bad(const char *cmd, const char *opt, const char *s, const char *why)
+{
+	fprintf(stderr, "rpcrdma %s: invalid %s '%s': %s\n", cmd, opt, s, why);
+	return -1;
+}
+
+int arg_uint(const char *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
+	     uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || strchr(s, '-') || strchr(s, ' '))
+		return bad(cmd, opt, s ? s : "", "not a whole number");
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return bad(cmd, opt, s, "not a whole number");
+	if (v < min || v > max) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "out of range %llu..%llu", (unsigned long long)min,
+			 (unsigned long long)max);
+		return bad(cmd, opt, s, why);
+	}
+	*out = v;
+	return 0;
+}
+
+int arg_double(const char *cmd, const char *opt, const char *s, double min, double max,
+	       double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return bad(cmd, opt, "", "not a number");
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || v != v)
+		return bad(cmd, opt, s, "not a number");
+	if (v < min || v > max) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "out of range %g..%g", min, max);
+		return bad(cmd, opt, s, why);
+	}
+	*out = v;
+	return 0;
+}
+
+/* "4096", "4k", "64K", "1m", "1M", "1g": bytes (powers of 1024). */
+int arg_size(const char *cmd, const char *opt, const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	uint64_t mul = 1;
+	char *end;
+
+	if (!s || !*s || *s < '0' || *s > '9')
+		return bad(cmd, opt, s ? s : "", "not a size (e.g. 512, 4k, 1m)");
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'k' || *end == 'K')
+		mul = 1024;
+	else if (*end == 'm' || *end == 'M')
+		mul = 1024 * 1024;
+	else if (*end == 'g' || *end == 'G')
+		mul = 1024 * 1024 * 1024;
+	if (mul > 1)
+		end++;
+	if (errno || *end)
+		return bad(cmd, opt, s, "not a size (e.g. 512, 4k, 1m)");
+	if (v > max / mul) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "larger than %llu bytes", (unsigned long long)max);
+		return bad(cmd, opt, s, why);
+	}
+	*out = v * mul;
+	return 0;
+}
