@@ -468,7 +468,7 @@ static size_t env_size(const char *name)
 
 static void open_env_default(void)
 {
-	struct rpcrdma_pcap_opts o = { 0, 0 };
+	struct rpcrdma_pcap_opts o = { .snaplen = 0 };
 	const char *path = getenv("RPCRDMA_PCAP");
 	struct rpcrdma_pcap *c;
 

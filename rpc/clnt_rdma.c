@@ -540,6 +540,17 @@ static int conn_errno(int rc)
 /* One attempt at a connection, at most timeout_ms; its engine takes the calls waiting
  * to be sent. Failures space the next attempt out (BACKOFF_MIN_MS doubling up to
  * BACKOFF_MAX_MS), so a server that is down is not hammered. */
+static void clnt_log(struct rdma_clnt *ct, int level, const char *what)
+{
+	char peer[160], addr[96];
+
+	if (rpcrdma_log_level() < level || !ct->eng)
+		return;
+	rpcrdma__addr_text(&ct->addr, ct->addrlen, addr, sizeof(addr));
+	snprintf(peer, sizeof(peer), "%s (%s)", ct->host, addr);
+	rpcrdma__log_conn(level, what, peer, NULL, ct->opts.provider, ct->eng);
+}
+
 static int conn_up(struct rdma_clnt *ct, uint64_t now, int timeout_ms)
 {
 	int rc;
@@ -556,6 +567,8 @@ static int conn_up(struct rdma_clnt *ct, uint64_t now, int timeout_ms)
 		ct->ep = NULL;
 		ct->eng = NULL;
 		ct->conn_errno = conn_errno(rc);
+		rpcrdma_log(RPCRDMA_LOG_WARN, "reconnecting to %s port %u: %s; next try in %u ms",
+			    ct->host, ct->opts.port, rpcrdma_strerror(rc), ct->backoff_ms);
 		ct->next_connect = rpcrdma__rpc_now() + ct->backoff_ms;
 		ct->backoff_ms = ct->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
 								      : ct->backoff_ms * 2;
@@ -565,6 +578,7 @@ static int conn_up(struct rdma_clnt *ct, uint64_t now, int timeout_ms)
 	ct->backoff_ms = BACKOFF_MIN_MS;
 	ct->next_connect = 0;
 	ct->connects++;
+	clnt_log(ct, RPCRDMA_LOG_INFO, "reconnected to");
 	ct->last_rx = rpcrdma__rpc_now();
 	ct->idle = 0;
 	/* what CONF_RDMA gave on the first connection holds for the same server */
@@ -579,6 +593,7 @@ static void conn_down(struct rdma_clnt *ct)
 {
 	if (!ct->eng)
 		return;
+	clnt_log(ct, RPCRDMA_LOG_INFO, "closed the connection to");
 	rpcrdma_eng_shutdown(ct->eng, -RPCRDMA_ERR_DISCONN);
 	rpcrdma_ep_close(ct->ep);
 	rpcrdma_eng_destroy(ct->eng);
@@ -1415,10 +1430,12 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 	if (rc) {
 		rpcrdma__create_err_conn(rc, "connect to", host, ct->opts.port,
 					 ct->opts.connect_timeout_ms);
+		rpcrdma_log(RPCRDMA_LOG_ERROR, "%s", rpcrdma_create_errtext());
 		connect_error(rc);
 		goto out_eng;
 	}
 	ct->connects = 1;
+	clnt_log(ct, RPCRDMA_LOG_INFO, "connected to");
 	ct->last_rx = rpcrdma__rpc_now();
 	ct->cl.cl_ops = &rdma_ops;
 	ct->cl.cl_private = ct;

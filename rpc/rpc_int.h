@@ -67,6 +67,12 @@ void rpcrdma__eng_config_rpc(struct rpcrdma_eng_config *cfg, int role,
  * when it was too soon, and the caller tries again later. */
 bool rpcrdma__rpc_give_back_memory(void);
 
+/* "ADDR port N" of a socket address, or "(shm)" where the provider has none. */
+void rpcrdma__addr_text(const struct sockaddr_storage *a, size_t len, char *buf, size_t cap);
+/* One log line with a connection's negotiated sizes and credits (rpcrdma_log). */
+void rpcrdma__log_conn(int level, const char *what, const char *peer, const char *why,
+		       const char *provider, const struct rpcrdma_eng *e);
+
 /* Sets (fmt NULL: clears) this thread's rpcrdma_create_errtext(). */
 void rpcrdma__create_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The text of a failed rpcrdma_connect/_listen toward host:port, for the user. */

@@ -143,11 +143,14 @@ static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
 	}
 }
 
+static void conn_log(struct sconn *c, int level, const char *what, const char *why);
+
 static void on_fatal(void *ctx, int reason)
 {
 	struct sconn *c = ctx;
-
-	(void)reason;
+	if (!c->dead && c->xprt.xp_ops)
+		conn_log(c, reason == -RPCRDMA_ERR_DISCONN ? RPCRDMA_LOG_INFO : RPCRDMA_LOG_WARN,
+			 "lost the connection from", rpcrdma_strerror(reason));
 	c->dead = 1;
 	/* inline dispatch: the progress thread destroys it; svc_run() must not see it */
 	if (!c->srv->opts.dispatch_inline)
@@ -573,10 +576,22 @@ static void stats_add(struct rpcrdma_eng_stats *t, const struct rpcrdma_eng_stat
 	t->inline_recv = a->inline_recv > t->inline_recv ? a->inline_recv : t->inline_recv;
 }
 
+static void conn_log(struct sconn *c, int level, const char *what, const char *why)
+{
+	char peer[96];
+
+	if (rpcrdma_log_level() < level || !c->eng)
+		return;
+	rpcrdma__addr_text(&c->peer, c->xprt.xp_rtaddr.len, peer, sizeof(peer));
+	rpcrdma__log_conn(level, what, peer, why, c->srv->opts.provider, c->eng);
+}
+
 static void conn_free(struct sconn *c)
 {
 	struct rpcrdma_eng_stats st;
 
+	if (c->xprt.xp_ops)
+		conn_log(c, RPCRDMA_LOG_INFO, "closed the connection from", NULL);
 	if (c->eng) {
 		rpcrdma_eng_stats(c->eng, &st);
 		stats_add(&c->srv->closed, &st);
@@ -612,6 +627,7 @@ static int accept_one(struct srv *s)
 	c->xprt.xp_port = s->xprt.xp_port;
 	c->xprt.xp_tp = "rdma";
 	conn_addresses(c);
+	conn_log(c, RPCRDMA_LOG_INFO, "accepted a connection from", NULL);
 	c->next = s->conns;
 	s->conns = c;
 	xprt_register(&c->xprt);
@@ -904,6 +920,9 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 		goto out_fd;
 	}
 	xprt_register(&s->xprt);
+	rpcrdma_log(RPCRDMA_LOG_INFO, "listening on %s port %u over %s (netid %s)",
+		    s->opts.host ? s->opts.host : "every address", s->xprt.xp_port, s->opts.provider,
+		    s->xprt.xp_netid);
 	pthread_mutex_lock(&g_lock);
 	s->next = g_srvs;
 	g_srvs = s;

@@ -2,6 +2,7 @@
 /* XDR with direct data placement (RFC 5666 §3.4, RFC 8267 §2): xdr_rdma_ddp_bytes()
  * moves a DDP-eligible opaque out of the inline stream on an RPC-over-RDMA message and is
  * plain xdr_bytes() anywhere else; and the process-wide table of upper-layer bindings. */
+#include <arpa/inet.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -270,6 +271,44 @@ void rpcrdma__eng_config_rpc(struct rpcrdma_eng_config *cfg, int role,
 	cfg->write_send_ordered = caps->write_send_ordered;
 	cfg->msgp_align = msgp_align;
 	cfg->msgp_thresh = msgp_thresh;
+}
+
+/* ---- the log's words for connections ---- */
+
+void rpcrdma__addr_text(const struct sockaddr_storage *a, size_t len, char *buf, size_t cap)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (!len || (a->ss_family != AF_INET && a->ss_family != AF_INET6)) {
+		snprintf(buf, cap, "(shm)");
+		return;
+	}
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)a;
+
+		inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
+		snprintf(buf, cap, "%s port %u", host, ntohs(s->sin_port));
+	} else {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)a;
+
+		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
+		snprintf(buf, cap, "%s port %u", host, ntohs(s->sin6_port));
+	}
+}
+
+void rpcrdma__log_conn(int level, const char *what, const char *peer, const char *why,
+		       const char *provider, const struct rpcrdma_eng *e)
+{
+	struct rpcrdma_eng_stats st;
+
+	if (rpcrdma_log_level() < level)
+		return;
+	rpcrdma_eng_stats(e, &st);
+	rpcrdma_log(level, "%s %s%s%s%s over %s: inline %u/%u bytes (send/receive), credits %llu; "
+		    "%llu calls, %llu replies", what, peer, why ? " (" : "", why ? why : "",
+		    why ? ")" : "", provider ? provider : "tcp",
+		    st.inline_send, st.inline_recv, (unsigned long long)st.credits_granted,
+		    (unsigned long long)st.calls, (unsigned long long)st.replies);
 }
 
 /* ---- why a create call failed ---- */

@@ -3,7 +3,7 @@
 # Install what librpcrdma needs to build and test on Debian 12 (run as root).
 # Idempotent; quiet unless something fails.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libjson-c-dev libfabric-dev libfabric-bin libtirpc-dev rpcsvc-proto zlib1g-dev librdmacm-dev libibverbs-dev iproute2 rpcbind libkrb5-dev krb5-kdc krb5-admin-server krb5-user valgrind clang scdoc man-db)
+pkgs=(build-essential cmake pkg-config libjson-c-dev libfabric-dev libfabric-bin libtirpc-dev rpcsvc-proto zlib1g-dev librdmacm-dev libibverbs-dev iproute2 rpcbind libkrb5-dev krb5-kdc krb5-admin-server krb5-user valgrind clang scdoc man-db python3)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

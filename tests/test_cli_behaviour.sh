@@ -52,7 +52,7 @@ says() {   # EXPECTED_TEXT ARGS...
 says "provider 'nosuch'" serve --provider nosuch --listen 127.0.0.1:0
 says "connection refused" ping 127.0.0.1:1 -c 1
 
-start_server "$out/serve" "$BIN" serve --listen 127.0.0.1:0 --tcp 0
+start_server "$out/serve" "$BIN" serve --listen 127.0.0.1:0 --tcp 0 -v
 read -r rport tport <<<"$port"
 says "in use" serve --listen "127.0.0.1:$rport"
 
@@ -82,6 +82,21 @@ print("ping -c", sys.argv[2], "p99", s["p99_us"], "max", s["max_us"])
 PY
 done
 
+# the library's log: silent by default; RPCRDMA_LOG or -v turns it on, -q off again
+"$BIN" ping "127.0.0.1:$rport" -c 1 -i 0 >/dev/null 2>"$out/log0" || fail "ping"
+[ ! -s "$out/log0" ] || fail "the library is not silent by default: $(cat "$out/log0")"
+RPCRDMA_LOG=info "$BIN" ping "127.0.0.1:$rport" -c 1 -i 0 >/dev/null 2>"$out/log1"
+grep -q '^rpcrdma info: connected to 127.0.0.1 .*inline [0-9]*/[0-9]* bytes' "$out/log1" &&
+	grep -q '^rpcrdma info: closed the connection to' "$out/log1" ||
+	fail "RPCRDMA_LOG=info: $(cat "$out/log1")"
+"$BIN" ping -v "127.0.0.1:$rport" -c 1 -i 0 >/dev/null 2>"$out/log2"
+grep -q 'connected to' "$out/log2" || fail "-v: $(cat "$out/log2")"
+RPCRDMA_LOG=debug "$BIN" ping -q "127.0.0.1:$rport" -c 1 -i 0 >/dev/null 2>"$out/log3"
+[ ! -s "$out/log3" ] || fail "-q: $(cat "$out/log3")"
+RPCRDMA_LOG=error "$BIN" ping 127.0.0.1:1 -c 1 >/dev/null 2>"$out/log4"
+grep -q '^rpcrdma error: connect to 127.0.0.1 port 1: connection refused' "$out/log4" ||
+	fail "an error with its cause: $(cat "$out/log4")"
+
 # serve: SIGUSR1 many times, still serving
 for i in 1 2 3; do
 	kill -USR1 "$spid"
@@ -99,6 +114,8 @@ kill -TERM "$spid"
 wait "$spid"
 spid=
 
+grep -q 'rpcrdma info: accepted a connection from 127.0.0.1' "$out/serve" ||
+	fail "serve -v logs no accepted connection"
 # serve --json
 "$BIN" serve --listen 127.0.0.1:0 --json >"$out/sj" 2>&1 &
 spid=$!

@@ -68,7 +68,7 @@ static void test_null_call(void)
 	CHECK_EQ_U(m.hdr_len, 28);
 	CHECK_EQ_U(m.body_len, 40);
 	CHECK_EQ_U(m.dir, RPCRDMA_DIR_CALL);
-	CHECK_EQ_U(rpcrdma_rpc_peek(m.body, m.body_len, &ri), 0);
+	CHECK_EQ_I(rpcrdma_rpc_peek(m.body, m.body_len, &ri), 0);
 	CHECK_EQ_U(ri.xid, 0x2a);
 	CHECK_EQ_U(ri.prog, 100003);
 	CHECK_EQ_U(ri.vers, 3);
@@ -150,7 +150,7 @@ static void test_read_reply_empty_chunk(void)
 	CHECK_EQ_U(m.nwrites, 2);
 	CHECK_EQ_U(m.writes[0].segs[0].length, 1000);
 	CHECK_EQ_U(m.writes[1].nsegs, 0);
-	CHECK_EQ_U(rpcrdma_rpc_peek(m.body, m.body_len, &ri), 0);
+	CHECK_EQ_I(rpcrdma_rpc_peek(m.body, m.body_len, &ri), 0);
 	CHECK_EQ_U(ri.msg_type, RPCRDMA_RPC_REPLY);
 	CHECK_EQ_U(ri.accept_stat, 0);
 	CHECK_EQ_U(ri.hdr_len, 24);
@@ -203,12 +203,12 @@ static void test_encode_nospace_and_inval(void)
 	uint8_t out[64];
 
 	CHECK_EQ_U(decode_vec("msg_all_lists"), 0);
-	CHECK_EQ_U(rpcrdma_encode(&m, out, sizeof(out)), -RPCRDMA_ERR_NOSPC);
+	CHECK_ERR(rpcrdma_encode(&m, out, sizeof(out)), RPCRDMA_ERR_NOSPC);
 	m.proc = 9;
-	CHECK_EQ_U(rpcrdma_encode(&m, out, sizeof(out)), -RPCRDMA_ERR_INVAL);
-	CHECK_EQ_U(rpcrdma_decode(NULL, 4, RPCRDMA_DIR_ANY, NULL, &m, NULL), -RPCRDMA_ERR_INVAL);
-	CHECK_EQ_U(rpcrdma_decode(out, 4, RPCRDMA_DIR_ANY, NULL, NULL, NULL), -RPCRDMA_ERR_INVAL);
-	CHECK_EQ_U(rpcrdma_decode(out, 4, (enum rpcrdma_dir)7, NULL, &m, NULL), -RPCRDMA_ERR_INVAL);
+	CHECK_ERR(rpcrdma_encode(&m, out, sizeof(out)), RPCRDMA_ERR_INVAL);
+	CHECK_ERR(rpcrdma_decode(NULL, 4, RPCRDMA_DIR_ANY, NULL, &m, NULL), RPCRDMA_ERR_INVAL);
+	CHECK_ERR(rpcrdma_decode(out, 4, RPCRDMA_DIR_ANY, NULL, NULL, NULL), RPCRDMA_ERR_INVAL);
+	CHECK_ERR(rpcrdma_decode(out, 4, (enum rpcrdma_dir)7, NULL, &m, NULL), RPCRDMA_ERR_INVAL);
 }
 
 /* A storage smaller than the limits is itself a limit: never written past. */
@@ -227,13 +227,13 @@ static void test_small_storage(void)
 	sm.writes_cap = 2;
 	sm.segs = segs;
 	sm.segs_cap = 8;
-	CHECK_EQ_U(rpcrdma_decode(v->bytes, v->len, v->dir, NULL, &sm, &st), -RPCRDMA_ERR_PROTO);
+	CHECK_ERR(rpcrdma_decode(v->bytes, v->len, v->dir, NULL, &sm, &st), RPCRDMA_ERR_PROTO);
 	CHECK_EQ_U(st.reason, RPCRDMA_BAD_TOTAL_SEGS);
 	sm.reads_cap = 2;
 	sm.segs_cap = 3;
 	sm.writes = writes;
 	v = find_vector("msg_read_call");
-	CHECK_EQ_U(rpcrdma_decode(v->bytes, v->len, v->dir, NULL, &sm, &st), 0);
+	CHECK_EQ_I(rpcrdma_decode(v->bytes, v->len, v->dir, NULL, &sm, &st), 0);
 }
 
 static int write_corpus(const char *dir)
@@ -264,6 +264,7 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--write-corpus"))
 		return write_corpus(argv[2]);
+	HARNESS_BEGIN(argc, argv);
 	RUN(test_all_valid_reencode);
 	RUN(test_null_call);
 	RUN(test_read_call_write_chunk);

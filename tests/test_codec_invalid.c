@@ -65,7 +65,7 @@ static void test_truncation_everywhere(void)
 		uint32_t hdr_len;
 
 		rpcrdma_msg_bind(&m, &store);
-		CHECK_EQ_U(rpcrdma_decode(v->bytes, v->len, v->dir, NULL, &m, &st), 0);
+		CHECK_EQ_I(rpcrdma_decode(v->bytes, v->len, v->dir, NULL, &m, &st), 0);
 		hdr_len = m.hdr_len;
 		if (m.vers != RPCRDMA_VERSION)
 			continue;
@@ -73,7 +73,7 @@ static void test_truncation_everywhere(void)
 			int rc;
 
 			rc = rpcrdma_decode(v->bytes, cut, v->dir, NULL, &m, &st);
-			CHECK_EQ_U(rc, -RPCRDMA_ERR_PROTO);
+			CHECK_ERR(rc, RPCRDMA_ERR_PROTO);
 			CHECK_EQ_U(st.reason, RPCRDMA_BAD_SHORT);
 			CHECK(st.offset <= cut);
 		}
@@ -88,7 +88,7 @@ static void test_empty_chunk_depends_on_direction(void)
 	struct rpcrdma_msg m;
 
 	rpcrdma_msg_bind(&m, &store);
-	CHECK_EQ_U(rpcrdma_decode(v->bytes, v->len, RPCRDMA_DIR_REPLY, NULL, &m, &st), 0);
+	CHECK_EQ_I(rpcrdma_decode(v->bytes, v->len, RPCRDMA_DIR_REPLY, NULL, &m, &st), 0);
 	CHECK_EQ_U(m.has_reply, 1);
 	CHECK_EQ_U(m.reply.nsegs, 0);
 	/* ANY takes the direction from the RPC body, which is a call. */
@@ -106,14 +106,15 @@ static void test_zero_limits(void)
 	struct rpcrdma_msg m;
 
 	rpcrdma_msg_bind(&m, &store);
-	CHECK_EQ_U(rpcrdma_decode(v->bytes, v->len, v->dir, &zero, &m, &st), -RPCRDMA_ERR_PROTO);
+	CHECK_ERR(rpcrdma_decode(v->bytes, v->len, v->dir, &zero, &m, &st), RPCRDMA_ERR_PROTO);
 	CHECK_EQ_U(st.reason, RPCRDMA_BAD_LIST_CHUNKS);
 	v = find_vector("msg_null_call");
-	CHECK_EQ_U(rpcrdma_decode(v->bytes, v->len, v->dir, &zero, &m, &st), 0);
+	CHECK_EQ_I(rpcrdma_decode(v->bytes, v->len, v->dir, &zero, &m, &st), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	HARNESS_BEGIN(argc, argv);
 	RUN(test_each_invalid_vector);
 	RUN(test_every_reason_covered);
 	RUN(test_truncation_everywhere);

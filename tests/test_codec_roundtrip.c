@@ -254,8 +254,9 @@ static void test_mutations(void)
 	CHECK(valid > 0 && invalid > 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	HARNESS_BEGIN(argc, argv);
 	RUN(test_roundtrip);
 	RUN(test_mutations);
 	HARNESS_END();

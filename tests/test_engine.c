@@ -132,12 +132,12 @@ static void rig_up_on(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_fau
 	if (shared)
 		g->p = shared;
 	else
-		CHECK_EQ_U(rpcrdma_mock_open(&g->p), 0);
+		CHECK_EQ_I(rpcrdma_mock_open(&g->p), 0);
 	if (f)
-		CHECK_EQ_U(rpcrdma_mock_set_faults(g->p, f), 0);
+		CHECK_EQ_I(rpcrdma_mock_set_faults(g->p, f), 0);
 	/* the engines exist before the connection: their private data goes in it */
-	CHECK_EQ_U(rpcrdma_eng_create(&cc, &cu, &g->cl.eng), 0);
-	CHECK_EQ_U(rpcrdma_eng_create(&sc, &su, &g->sv.eng), 0);
+	CHECK_EQ_I(rpcrdma_eng_create(&cc, &cu, &g->cl.eng), 0);
+	CHECK_EQ_I(rpcrdma_eng_create(&sc, &su, &g->sv.eng), 0);
 	cn = rpcrdma_eng_pdata(g->cl.eng, cpd, sizeof(cpd));
 	sn = rpcrdma_eng_pdata(g->sv.eng, spd, sizeof(spd));
 	/* the client says it takes read chunks in replies; the server has nothing to add */
@@ -150,9 +150,9 @@ static void rig_up_on(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_fau
 	pd = rpcrdma_ep_peer_pdata(g->sv.ep, &plen);
 	rpcrdma_eng_set_peer_pdata(g->sv.eng, pd, plen);
 	rpcrdma_eng_lower_ep(&lo, g->p, g->sv.ep);
-	CHECK_EQ_U(rpcrdma_eng_start(g->sv.eng, &lo, g->now), 0);
+	CHECK_EQ_I(rpcrdma_eng_start(g->sv.eng, &lo, g->now), 0);
 	rpcrdma_eng_lower_ep(&lo, g->p, g->cl.ep);
-	CHECK_EQ_U(rpcrdma_eng_start(g->cl.eng, &lo, g->now), 0);
+	CHECK_EQ_I(rpcrdma_eng_start(g->cl.eng, &lo, g->now), 0);
 }
 
 static void rig_up_with(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_faults *f)
@@ -220,7 +220,7 @@ static void rig_down(struct rig *g)
 	rpcrdma_eng_destroy(g->cl.eng);
 	rpcrdma_eng_destroy(g->sv.eng);
 	if (!g->shared_p) {
-		CHECK_EQ_U(rpcrdma_mock_get_stats(g->p, &ms), 0);
+		CHECK_EQ_I(rpcrdma_mock_get_stats(g->p, &ms), 0);
 		CHECK_EQ_U(ms.mrs_live, 0);
 		rpcrdma_prov_close(g->p);
 	}
@@ -397,7 +397,7 @@ static void long_call_with_item(cfg_fn tweak, uint32_t want_reads, uint32_t want
 	s->a.nitems = 1;
 	s->a.max_reply = 128;
 	g.hold = 1;
-	CHECK_EQ_U(rpcrdma_eng_call(g.cl.eng, &s->a, s, g.now, &s->c), 0);
+	CHECK_EQ_I(rpcrdma_eng_call(g.cl.eng, &s->a, s, g.now, &s->c), 0);
 	pump(&g);
 	CHECK_EQ_U(g.nheld, 1);
 	if (g.nheld == 1) {
@@ -417,7 +417,7 @@ static void long_call_with_item(cfg_fn tweak, uint32_t want_reads, uint32_t want
 			x->a.xdr = x->hdr;
 			x->a.xdr_len = echo_reply(x->hdr, s->xid, NULL, 0, &x->item);
 			rpcrdma_eng_req_set_user(g.held[0], x);
-			CHECK_EQ_U(rpcrdma_eng_reply(g.sv.eng, g.held[0], &x->a, g.now), 0);
+			CHECK_EQ_I(rpcrdma_eng_reply(g.sv.eng, g.held[0], &x->a, g.now), 0);
 		}
 		g.nheld = 0;
 	}
@@ -562,10 +562,10 @@ static void test_msgp(void)
 
 static void test_msgp_pad_rule(void)
 {
-	CHECK_EQ_U(rpcrdma_msgp_pad(64, 256, 36, 28, 1000), 0);   /* 64: aligned already */
+	CHECK_EQ_I(rpcrdma_msgp_pad(64, 256, 36, 28, 1000), 0);   /* 64: aligned already */
 	CHECK_EQ_U(rpcrdma_msgp_pad(64, 256, 36, 32, 1000), 60);
-	CHECK_EQ_U(rpcrdma_msgp_pad(64, 256, 36, 32, 256), 0);    /* not above thresh */
-	CHECK_EQ_U(rpcrdma_msgp_pad(0, 0, 36, 32, 1000), 0);      /* not MSGP */
+	CHECK_EQ_I(rpcrdma_msgp_pad(64, 256, 36, 32, 256), 0);    /* not above thresh */
+	CHECK_EQ_I(rpcrdma_msgp_pad(0, 0, 36, 32, 1000), 0);      /* not MSGP */
 }
 
 static void rrc_cfg(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
@@ -734,7 +734,7 @@ static void read_entry_call(uint32_t pad_len, uint32_t want_proc)
 	s->a.nitems = 1;
 	s->a.max_reply = 128;
 	g.hold = 1;
-	CHECK_EQ_U(rpcrdma_eng_call(g.cl.eng, &s->a, s, g.now, &s->c), 0);
+	CHECK_EQ_I(rpcrdma_eng_call(g.cl.eng, &s->a, s, g.now, &s->c), 0);
 	pump(&g);
 	CHECK_EQ_U(g.nheld, 1);
 	stats(&g, &cs, &ss);
@@ -811,7 +811,7 @@ static void read_entry_reply(uint32_t pad_len, uint32_t want_long)
 	x.a.xdr_len = off + 4;
 	x.a.items = &x.item;
 	x.a.nitems = 1;
-	CHECK_EQ_U(rpcrdma_eng_reply(g.sv.eng, g.held[0], &x.a, g.now), 0);
+	CHECK_EQ_I(rpcrdma_eng_reply(g.sv.eng, g.held[0], &x.a, g.now), 0);
 	g.nheld = 0;
 	g.hold = 0;
 	pump(&g);
@@ -859,7 +859,7 @@ static void raw_post_recvs(struct raw *r, int n)
 		uint8_t *slot = r->mem + (size_t)(8 + r->recvs % 8) * RAW_SLOT;
 		struct rpcrdma_sge sg = { r->mr, slot, RAW_SLOT };
 
-		CHECK_EQ_U(rpcrdma_post_recv(r->ep, &sg, slot), 0);
+		CHECK_EQ_I(rpcrdma_post_recv(r->ep, &sg, slot), 0);
 		r->recvs++;
 	}
 }
@@ -871,7 +871,7 @@ static void raw_send(struct raw *r, const uint8_t *msg, uint32_t len)
 	struct rpcrdma_sge sg = { r->mr, slot, len };
 
 	memcpy(slot, msg, len);
-	CHECK_EQ_U(rpcrdma_post_send(r->ep, &sg, NULL), 0);
+	CHECK_EQ_I(rpcrdma_post_send(r->ep, &sg, NULL), 0);
 }
 
 /* Poll the raw side; copy the last message received to out and return its length (0 if
@@ -918,9 +918,9 @@ static void raw_up(struct raw_rig *x, uint32_t role, cfg_fn tweak)
 		else
 			tweak(&other, &cfg);
 	}
-	CHECK_EQ_U(rpcrdma_mock_open(&x->g.p), 0);
+	CHECK_EQ_I(rpcrdma_mock_open(&x->g.p), 0);
 	s = role == RPCRDMA_ENG_CLIENT ? &x->g.cl : &x->g.sv;
-	CHECK_EQ_U(rpcrdma_mock_pair(x->g.p, NULL, 0, NULL, 0, &s->ep, &x->raw.ep), 0);
+	CHECK_EQ_I(rpcrdma_mock_pair(x->g.p, NULL, 0, NULL, 0, &s->ep, &x->raw.ep), 0);
 	if (role == RPCRDMA_ENG_CLIENT) {
 		up.call_done = on_call_done;
 		up.fatal = cl_fatal;
@@ -930,9 +930,9 @@ static void raw_up(struct raw_rig *x, uint32_t role, cfg_fn tweak)
 		up.fatal = sv_fatal;
 	}
 	rpcrdma_eng_lower_ep(&lo, x->g.p, s->ep);
-	CHECK_EQ_U(rpcrdma_eng_create(&cfg, &up, &s->eng), 0);
+	CHECK_EQ_I(rpcrdma_eng_create(&cfg, &up, &s->eng), 0);
 	rpcrdma_eng_set_peer_pdata(s->eng, NULL, 0);
-	CHECK_EQ_U(rpcrdma_eng_start(s->eng, &lo, x->g.now), 0);
+	CHECK_EQ_I(rpcrdma_eng_start(s->eng, &lo, x->g.now), 0);
 	x->raw.mem = calloc(16, RAW_SLOT);
 	CHECK_EQ_U(rpcrdma_mr_reg(x->g.p, x->raw.mem, 16 * RAW_SLOT,
 				  RPCRDMA_ACC_LOCAL | RPCRDMA_ACC_REMOTE_READ |
@@ -965,8 +965,8 @@ static void raw_down(struct raw_rig *x)
 	rpcrdma_ep_close(s->ep);
 	rpcrdma_ep_close(x->raw.ep);
 	rpcrdma_eng_destroy(s->eng);
-	CHECK_EQ_U(rpcrdma_mr_dereg(x->raw.mr), 0);
-	CHECK_EQ_U(rpcrdma_mock_get_stats(x->g.p, &ms), 0);
+	CHECK_EQ_I(rpcrdma_mr_dereg(x->raw.mr), 0);
+	CHECK_EQ_I(rpcrdma_mock_get_stats(x->g.p, &ms), 0);
 	CHECK_EQ_U(ms.mrs_live, 0);
 	rpcrdma_prov_close(x->g.p);
 	free(x->raw.mem);
@@ -1501,8 +1501,8 @@ static void test_credit_pool(void)
 
 		rpcrdma_eng_config_default(&c, RPCRDMA_ENG_SERVER);
 		c.pool = &shared_pool;
-		CHECK_EQ_U(rpcrdma_mock_pair(g[0].p, NULL, 0, NULL, 0, &a, &b), 0);
-		CHECK_EQ_U(rpcrdma_eng_create(&c, &up, &e), 0);
+		CHECK_EQ_I(rpcrdma_mock_pair(g[0].p, NULL, 0, NULL, 0, &a, &b), 0);
+		CHECK_EQ_I(rpcrdma_eng_create(&c, &up, &e), 0);
 		rpcrdma_eng_lower_ep(&lo, g[0].p, b);
 		CHECK_EQ_U((uint32_t)rpcrdma_eng_start(e, &lo, 0), (uint32_t)-RPCRDMA_ERR_NOSPC);
 		rpcrdma_eng_destroy(e);
@@ -1590,7 +1590,7 @@ static void test_batched_settled_by_later_reply(void)
 		b[i] = &g.slots[g.nslots++];
 		echo_slot_setup(b[i], 0x900u + (uint32_t)i, 6000, 1, 0, 128);  /* a read chunk */
 		b[i]->a.no_reply = 1;
-		CHECK_EQ_U(rpcrdma_eng_call(g.cl.eng, &b[i]->a, b[i], g.now, &b[i]->c), 0);
+		CHECK_EQ_I(rpcrdma_eng_call(g.cl.eng, &b[i]->a, b[i], g.now, &b[i]->c), 0);
 	}
 	pump(&g);
 	CHECK_EQ_U(g.nheld, 3);                /* the server pulled every argument */
@@ -1617,7 +1617,7 @@ static void test_batched_settled_by_later_reply(void)
 		echo_slot_setup(k, 0xa00u + (uint32_t)i, 16, 0, 0, 128);
 		k->a.no_reply = 1;
 		g.hold = 1;
-		CHECK_EQ_U(rpcrdma_eng_call(g.cl.eng, &k->a, k, g.now, &k->c), 0);
+		CHECK_EQ_I(rpcrdma_eng_call(g.cl.eng, &k->a, k, g.now, &k->c), 0);
 		pump(&g);
 		if (g.nheld)
 			rpcrdma_eng_req_drop(g.sv.eng, g.held[0]);
@@ -1653,7 +1653,7 @@ static void test_stall_timeout(void)
 	CHECK_EQ_U(g.nheld, 1);
 	f.again_at_post = 1;            /* from now on every post finds the queue full */
 	f.again_count = 1000000;
-	CHECK_EQ_U(rpcrdma_mock_set_faults(g.p, &f), 0);
+	CHECK_EQ_I(rpcrdma_mock_set_faults(g.p, &f), 0);
 	g.hold = 0;
 	answer(&g, g.held[0]);
 	g.nheld = 0;
@@ -1684,10 +1684,10 @@ static void test_starved_by_abandoned_calls(void)
 	s = start(&g, 100, 0, 0, 256, 0);
 	pump(&g);
 	CHECK_EQ_U(rpcrdma_eng_call_sent(s->c), 1);
-	CHECK_EQ_U(rpcrdma_eng_credits_free(g.cl.eng), 0);
+	CHECK_EQ_I(rpcrdma_eng_credits_free(g.cl.eng), 0);
 	w = start(&g, 100, 0, 0, 256, 0);      /* waits for the only credit */
-	CHECK_EQ_U(rpcrdma_eng_call_sent(w->c), 0);
-	CHECK_EQ_U(rpcrdma_eng_starved(g.cl.eng), 0);        /* s may still be answered */
+	CHECK_EQ_I(rpcrdma_eng_call_sent(w->c), 0);
+	CHECK_EQ_I(rpcrdma_eng_starved(g.cl.eng), 0);        /* s may still be answered */
 	rpcrdma_eng_call_free(s->c);           /* s times out: abandoned, credit kept */
 	s->c = NULL;
 	s->done = 1;
@@ -1697,7 +1697,7 @@ static void test_starved_by_abandoned_calls(void)
 	answer(&g, g.held[0]);
 	g.nheld = 0;
 	pump(&g);
-	CHECK_EQ_U(rpcrdma_eng_starved(g.cl.eng), 0);
+	CHECK_EQ_I(rpcrdma_eng_starved(g.cl.eng), 0);
 	CHECK(w->done && w->status == 0 && w->verified);
 	rig_down(&g);
 }
@@ -2047,8 +2047,9 @@ static void test_no_pdata_1024(void)
 	raw_down(&x);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	HARNESS_BEGIN(argc, argv);
 	RUN(test_config_checks);
 	RUN(test_msgp_pad_rule);
 	RUN(test_inline_both_ways);

@@ -107,8 +107,8 @@ static void rig_open(struct rig *r)
 	static const uint8_t pb[8] = { 0xf6, 0xf6, 0xf6, 0xf6, 1, 0, 4, 5 };
 
 	memset(r, 0, sizeof(*r));
-	CHECK_EQ_U(rpcrdma_mock_open(&r->p), 0);
-	CHECK_EQ_U(rpcrdma_mock_pair(r->p, pa, sizeof(pa), pb, sizeof(pb), &r->a, &r->b), 0);
+	CHECK_EQ_I(rpcrdma_mock_open(&r->p), 0);
+	CHECK_EQ_I(rpcrdma_mock_pair(r->p, pa, sizeof(pa), pb, sizeof(pb), &r->a, &r->b), 0);
 	r->mem = calloc(1, MEM);
 	CHECK_EQ_U(rpcrdma_mr_reg(r->p, r->mem, MEM,
 				  RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE, &r->mr), 0);
@@ -152,10 +152,10 @@ static void traffic(struct rig *r)
 
 	for (i = 0; i < MEM; i++)
 		r->mem[i] = (uint8_t)(i * 7 + 1);
-	CHECK_EQ_U(rpcrdma_post_recv(r->b, &rx, (void *)1), 0);
-	CHECK_EQ_U(rpcrdma_post_send(r->a, &tx, (void *)2), 0);
-	CHECK_EQ_U(rpcrdma_post_write(r->a, &wsrc, 1, &wseg, 1, (void *)3), 0);
-	CHECK_EQ_U(rpcrdma_post_read(r->a, &rdst, 1, &rseg, 1, (void *)4), 0);
+	CHECK_EQ_I(rpcrdma_post_recv(r->b, &rx, (void *)1), 0);
+	CHECK_EQ_I(rpcrdma_post_send(r->a, &tx, (void *)2), 0);
+	CHECK_EQ_I(rpcrdma_post_write(r->a, &wsrc, 1, &wseg, 1, (void *)3), 0);
+	CHECK_EQ_I(rpcrdma_post_read(r->a, &rdst, 1, &rseg, 1, (void *)4), 0);
 	for (i = 0; i < 3; i++)
 		CHECK_EQ_U(poll_one(r->a, &c), 0);
 	CHECK_EQ_U(poll_one(r->b, &c), 0);
@@ -193,8 +193,8 @@ static void frames_of_each_event(void)
 	rig_open(&r);
 	handle = r.mr->handle;
 	offset = r.mr->offset;
-	CHECK_EQ_U(rpcrdma_pcap_open(tmp_path(), NULL, &c), 0);
-	CHECK_EQ_U(rpcrdma_ep_capture(r.a, c), 0);
+	CHECK_EQ_I(rpcrdma_pcap_open(tmp_path(), NULL, &c), 0);
+	CHECK_EQ_I(rpcrdma_ep_capture(r.a, c), 0);
 	traffic(&r);
 	rpcrdma_pcap_flush(c);
 	rpcrdma_pcap_stats(c, &st);
@@ -268,9 +268,9 @@ static void paired_endpoints_write_once(void)
 	int i, sends = 0, cm = 0;
 
 	rig_open(&r);
-	CHECK_EQ_U(rpcrdma_pcap_open(tmp_path(), NULL, &c), 0);
-	CHECK_EQ_U(rpcrdma_ep_capture(r.b, c), 0);
-	CHECK_EQ_U(rpcrdma_ep_capture(r.a, c), 0);
+	CHECK_EQ_I(rpcrdma_pcap_open(tmp_path(), NULL, &c), 0);
+	CHECK_EQ_I(rpcrdma_ep_capture(r.b, c), 0);
+	CHECK_EQ_I(rpcrdma_ep_capture(r.a, c), 0);
 	traffic(&r);
 	rig_close(&r);
 	rpcrdma_pcap_close(c);
@@ -288,7 +288,7 @@ static void paired_endpoints_write_once(void)
 
 static void snaplen_cuts_frames(void)
 {
-	struct rpcrdma_pcap_opts o = { 128, 0 };
+	struct rpcrdma_pcap_opts o = { .snaplen = 128 };
 	struct rpcrdma_pcap_stats st;
 	struct rpcrdma_pcap *c;
 	struct cap_file f;
@@ -296,8 +296,8 @@ static void snaplen_cuts_frames(void)
 	int i;
 
 	rig_open(&r);
-	CHECK_EQ_U(rpcrdma_pcap_open(tmp_path(), &o, &c), 0);
-	CHECK_EQ_U(rpcrdma_ep_capture(r.a, c), 0);
+	CHECK_EQ_I(rpcrdma_pcap_open(tmp_path(), &o, &c), 0);
+	CHECK_EQ_I(rpcrdma_ep_capture(r.a, c), 0);
 	traffic(&r);
 	rpcrdma_pcap_flush(c);
 	rpcrdma_pcap_stats(c, &st);
@@ -317,14 +317,14 @@ static void snaplen_cuts_frames(void)
 /* Cut inside the CRC: the two bytes kept are zeros, not a previous frame's. */
 static void snaplen_inside_crc(void)
 {
-	struct rpcrdma_pcap_opts o = { BTH + 12 + 1808 + 2, 0 };
+	struct rpcrdma_pcap_opts o = { .snaplen = BTH + 12 + 1808 + 2 };
 	struct rpcrdma_pcap *c;
 	struct cap_file f;
 	struct rig r;
 
 	rig_open(&r);
-	CHECK_EQ_U(rpcrdma_pcap_open(tmp_path(), &o, &c), 0);
-	CHECK_EQ_U(rpcrdma_ep_capture(r.a, c), 0);
+	CHECK_EQ_I(rpcrdma_pcap_open(tmp_path(), &o, &c), 0);
+	CHECK_EQ_I(rpcrdma_ep_capture(r.a, c), 0);
 	traffic(&r);
 	rig_close(&r);
 	rpcrdma_pcap_close(c);
@@ -358,7 +358,7 @@ static void *drain(void *arg)
  * endpoint's posts return at once. */
 static void full_buffer_drops(void)
 {
-	struct rpcrdma_pcap_opts o = { 0, 1 };   /* the least: one frame per half */
+	struct rpcrdma_pcap_opts o = { .buffer_bytes = 1 };   /* the least: one frame per half */
 	struct rpcrdma_pcap_stats st;
 	struct rpcrdma_pcap *c;
 	struct rig r;
@@ -369,9 +369,9 @@ static void full_buffer_drops(void)
 	CHECK_EQ_U(pipe(fds), 0);
 	snprintf(path, sizeof(path), "/dev/fd/%d", fds[1]);
 	rig_open(&r);
-	CHECK_EQ_U(rpcrdma_pcap_open(path, &o, &c), 0);
+	CHECK_EQ_I(rpcrdma_pcap_open(path, &o, &c), 0);
 	close(fds[1]);   /* the sink has its own descriptor for the pipe */
-	CHECK_EQ_U(rpcrdma_ep_capture(r.a, c), 0);
+	CHECK_EQ_I(rpcrdma_ep_capture(r.a, c), 0);
 	for (i = 0; i < 40; i++)
 		traffic(&r);   /* about 1.6 MB of frames; the pipe holds 64 KiB */
 	rpcrdma_pcap_stats(c, &st);
@@ -402,8 +402,9 @@ static void path_and_environment(void)
 	rpcrdma_pcap_close(NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	HARNESS_BEGIN(argc, argv);
 	RUN(path_and_environment);
 	RUN(icrc_matches_hardware);
 	RUN(frames_of_each_event);

@@ -103,17 +103,17 @@ static void test_stash_keeps_everything(void)
 	child = fork();  /* before libfabric is opened: it is not fork-safe */
 	if (child == 0)
 		_exit(read(portp[0], &port, sizeof(port)) == sizeof(port) ? client(port, go[0], sent[1]) : 1);
-	CHECK_EQ_U(rpcrdma_prov_open("tcp", &p, NULL, 0), 0);
-	CHECK_EQ_U(rpcrdma_listen(p, "127.0.0.1", 0, &l), 0);
+	CHECK_EQ_I(rpcrdma_prov_open("tcp", &p, NULL, 0), 0);
+	CHECK_EQ_I(rpcrdma_listen(p, "127.0.0.1", 0, &l), 0);
 	port = rpcrdma_listener_port(l);
 	CHECK(write(portp[1], &port, sizeof(port)) == sizeof(port));
-	CHECK_EQ_U(rpcrdma_listener_get(l, 10000, &req), 0);
-	CHECK_EQ_U(rpcrdma_accept(req, NULL, 0, 10000, &ep), 0);
+	CHECK_EQ_I(rpcrdma_listener_get(l, 10000, &req), 0);
+	CHECK_EQ_I(rpcrdma_accept(req, NULL, 0, 10000, &ep), 0);
 	reg(p);
 	for (i = 0; i < WAVE; i++) {
 		struct rpcrdma_sge s = slot(i);
 
-		CHECK_EQ_U(rpcrdma_post_recv(ep, &s, (void *)(uintptr_t)(i + 1)), 0);
+		CHECK_EQ_I(rpcrdma_post_recv(ep, &s, (void *)(uintptr_t)(i + 1)), 0);
 	}
 	CHECK(write(go[1], "g", 1) == 1 && read(sent[0], &b, 1) == 1);
 	collect(ep);
@@ -121,7 +121,7 @@ static void test_stash_keeps_everything(void)
 	for (i = WAVE; i < 2 * WAVE; i++) {
 		struct rpcrdma_sge s = slot(i);
 
-		CHECK_EQ_U(rpcrdma_post_recv(ep, &s, (void *)(uintptr_t)(i + 1)), 0);
+		CHECK_EQ_I(rpcrdma_post_recv(ep, &s, (void *)(uintptr_t)(i + 1)), 0);
 	}
 	CHECK(write(go[1], "g", 1) == 1 && read(sent[0], &b, 1) == 1);
 	collect(ep);
@@ -158,8 +158,9 @@ static void test_stash_keeps_everything(void)
 	free(mem);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	HARNESS_BEGIN(argc, argv);
 	RUN(test_stash_keeps_everything);
 	HARNESS_END();
 }

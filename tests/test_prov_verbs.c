@@ -337,10 +337,11 @@ static void test_close_flush_and_fd(void)
 	bufs_free(&b);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char err[160];
 
+	HARNESS_BEGIN(argc, argv);
 	*(void **)&fake_last_pdata = dlsym(RTLD_DEFAULT, "fake_rdma_last_pdata");
 	if (!fake_last_pdata) {
 		fprintf(stderr, "run with LD_PRELOAD=libfakerdma.so (tests/fake_rdma)\n");

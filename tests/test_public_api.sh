@@ -49,10 +49,10 @@ cat "$out/exported_nfs3" >>"$out/exported"
 sort -u -o "$out/exported" "$out/exported"
 # declared in the public headers
 for h in errors codec types prov engine pcap rpc nfs3; do
-	grep -v '^#' "$INC/rpcrdma/$h.h" | tr '\n' ' ' | grep -o 'RPCRDMA_API[^;{]*(' |
+	grep -v '^#' "$INC/rpcrdma/$h.h" | tr '\n' ' ' | grep -o 'RPCRDMA_API[^;{(]*(' |
 		sed -E 's/.*[^A-Za-z0-9_]([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*\($/\1/'
 done | sort -u >"$out/declared"
-grep -v '^#' "$GEN/rpcrdma/version.h" | tr '\n' ' ' | grep -o 'RPCRDMA_API[^;{]*(' |
+grep -v '^#' "$GEN/rpcrdma/version.h" | tr '\n' ' ' | grep -o 'RPCRDMA_API[^;{(]*(' |
 	sed -E 's/.*[^A-Za-z0-9_]([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*\($/\1/' >>"$out/declared"
 sort -u -o "$out/declared" "$out/declared"
 # a declaration without RPCRDMA_API is hidden in the shared library

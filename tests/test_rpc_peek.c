@@ -26,7 +26,7 @@ static void test_call(void)
 {
 	struct rpcrdma_rpc_info ri;
 
-	CHECK_EQ_U(rpcrdma_rpc_peek(call_auth_sys, sizeof(call_auth_sys), &ri), 0);
+	CHECK_EQ_I(rpcrdma_rpc_peek(call_auth_sys, sizeof(call_auth_sys), &ri), 0);
 	CHECK_EQ_U(ri.xid, 0x99);
 	CHECK_EQ_U(ri.msg_type, RPCRDMA_RPC_CALL);
 	CHECK_EQ_U(ri.rpcvers, 2);
@@ -42,20 +42,20 @@ static void test_replies(void)
 {
 	struct rpcrdma_rpc_info ri;
 
-	CHECK_EQ_U(rpcrdma_rpc_peek(reply_prog_mismatch, sizeof(reply_prog_mismatch), &ri), 0);
+	CHECK_EQ_I(rpcrdma_rpc_peek(reply_prog_mismatch, sizeof(reply_prog_mismatch), &ri), 0);
 	CHECK_EQ_U(ri.msg_type, RPCRDMA_RPC_REPLY);
 	CHECK_EQ_U(ri.reply_stat, 0);
 	CHECK_EQ_U(ri.accept_stat, 2);
 	CHECK_EQ_U(ri.mismatch_low, 2);
 	CHECK_EQ_U(ri.mismatch_high, 4);
-	CHECK_EQ_U(rpcrdma_rpc_peek(reply_rpc_mismatch, sizeof(reply_rpc_mismatch), &ri), 0);
+	CHECK_EQ_I(rpcrdma_rpc_peek(reply_rpc_mismatch, sizeof(reply_rpc_mismatch), &ri), 0);
 	CHECK_EQ_U(ri.reply_stat, 1);
 	CHECK_EQ_U(ri.reject_stat, 0);
 	CHECK_EQ_U(ri.mismatch_low, 2);
-	CHECK_EQ_U(rpcrdma_rpc_peek(reply_auth_error, sizeof(reply_auth_error), &ri), 0);
+	CHECK_EQ_I(rpcrdma_rpc_peek(reply_auth_error, sizeof(reply_auth_error), &ri), 0);
 	CHECK_EQ_U(ri.reject_stat, 1);
 	CHECK_EQ_U(ri.auth_stat, 5);
-	CHECK_EQ_U(rpcrdma_rpc_peek(reply_garbage_args, sizeof(reply_garbage_args), &ri), 0);
+	CHECK_EQ_I(rpcrdma_rpc_peek(reply_garbage_args, sizeof(reply_garbage_args), &ri), 0);
 	CHECK_EQ_U(ri.accept_stat, 4);
 	CHECK_EQ_U(ri.hdr_len, 24);
 }
@@ -72,20 +72,21 @@ static void test_truncated_and_bad(void)
 	size_t cut;
 
 	for (cut = 0; cut < sizeof(call_auth_sys) - 4; cut++)
-		CHECK_EQ_U(rpcrdma_rpc_peek(call_auth_sys, cut, &ri), -RPCRDMA_ERR_PROTO);
+		CHECK_ERR(rpcrdma_rpc_peek(call_auth_sys, cut, &ri), RPCRDMA_ERR_PROTO);
 	for (cut = 0; cut < sizeof(reply_prog_mismatch); cut++)
-		CHECK_EQ_U(rpcrdma_rpc_peek(reply_prog_mismatch, cut, &ri), -RPCRDMA_ERR_PROTO);
-	CHECK_EQ_U(rpcrdma_rpc_peek(call_auth_sys, 24, &ri), -RPCRDMA_ERR_PROTO);
+		CHECK_ERR(rpcrdma_rpc_peek(reply_prog_mismatch, cut, &ri), RPCRDMA_ERR_PROTO);
+	CHECK_ERR(rpcrdma_rpc_peek(call_auth_sys, 24, &ri), RPCRDMA_ERR_PROTO);
 	CHECK_EQ_U(ri.proc, 6); /* what was read before the cut is still reported */
-	CHECK_EQ_U(rpcrdma_rpc_peek(bad_type, sizeof(bad_type), &ri), -RPCRDMA_ERR_PROTO);
-	CHECK_EQ_U(rpcrdma_rpc_peek(bad_auth_len, sizeof(bad_auth_len), &ri), -RPCRDMA_ERR_PROTO);
-	CHECK_EQ_U(rpcrdma_rpc_peek(bad_accept, sizeof(bad_accept), &ri), -RPCRDMA_ERR_PROTO);
-	CHECK_EQ_U(rpcrdma_rpc_peek(bad_reject, sizeof(bad_reject), &ri), -RPCRDMA_ERR_PROTO);
-	CHECK_EQ_U(rpcrdma_rpc_peek(NULL, 8, &ri), -RPCRDMA_ERR_INVAL);
+	CHECK_ERR(rpcrdma_rpc_peek(bad_type, sizeof(bad_type), &ri), RPCRDMA_ERR_PROTO);
+	CHECK_ERR(rpcrdma_rpc_peek(bad_auth_len, sizeof(bad_auth_len), &ri), RPCRDMA_ERR_PROTO);
+	CHECK_ERR(rpcrdma_rpc_peek(bad_accept, sizeof(bad_accept), &ri), RPCRDMA_ERR_PROTO);
+	CHECK_ERR(rpcrdma_rpc_peek(bad_reject, sizeof(bad_reject), &ri), RPCRDMA_ERR_PROTO);
+	CHECK_ERR(rpcrdma_rpc_peek(NULL, 8, &ri), RPCRDMA_ERR_INVAL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	HARNESS_BEGIN(argc, argv);
 	RUN(test_call);
 	RUN(test_replies);
 	RUN(test_truncated_and_bad);

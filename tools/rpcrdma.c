@@ -28,6 +28,32 @@ static void usage(FILE *f)
 	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 		fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
 	fputs("  version  print the library version\n", f);
+	fputs("Anywhere on the line: -v (the library's log: connections, errors; -vv: debug),\n"
+	      "-q (no log). Default: RPCRDMA_LOG=off|error|warn|info|debug, else off.\n", f);
+}
+
+/* -v, -vv, -q and --verbose/--quiet may stand anywhere: taken out before the subcommand
+ * parses its own options. Returns the new argc. */
+static int take_log_flags(int argc, char **argv)
+{
+	int i, n = 0, level = -1;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (i > 0 && (!strcmp(a, "-v") || !strcmp(a, "--verbose")))
+			level = level < RPCRDMA_LOG_INFO ? RPCRDMA_LOG_INFO : RPCRDMA_LOG_DEBUG;
+		else if (i > 0 && !strcmp(a, "-vv"))
+			level = RPCRDMA_LOG_DEBUG;
+		else if (i > 0 && (!strcmp(a, "-q") || !strcmp(a, "--quiet")))
+			level = RPCRDMA_LOG_OFF;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	if (level >= 0)
+		rpcrdma_log_set_level(level);
+	return n;
 }
 
 int main(int argc, char **argv)
@@ -40,6 +66,7 @@ int main(int argc, char **argv)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
+	argc = take_log_flags(argc, argv);
 
 	if (argc < 2) {
 		usage(stderr);

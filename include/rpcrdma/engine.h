@@ -68,6 +68,7 @@ struct rpcrdma_eng_config {
 				       beside the position-zero chunk; 0 (default): they go
 				       inline in it, the one form Linux servers take */
 	struct rpcrdma_credit_pool *pool; /* server: shared receive budget, NULL for none */
+	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
 };
 
 /* Read chunks in replies (RFC 5666 §3.5, §3.8; withdrawn by RFC 8166): a client engine
@@ -296,6 +297,7 @@ struct rpcrdma_eng_stats {
 	uint64_t mrs_live;          /* registrations held now */
 	uint64_t errors[RPCRDMA_EC_COUNT];
 	uint32_t inline_send, inline_recv;         /* thresholds in effect */
+	uint64_t reserved[16];      /* zero: room for counters to come without an ABI break */
 };
 
 RPCRDMA_API void rpcrdma_eng_stats(const struct rpcrdma_eng *e, struct rpcrdma_eng_stats *out);

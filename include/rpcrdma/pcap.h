@@ -39,6 +39,7 @@ struct rpcrdma_ep;
 struct rpcrdma_pcap_opts {
 	uint32_t snaplen;        /* bytes kept of each frame (0: default); at least 128 */
 	size_t buffer_bytes;     /* bound on frames waiting for the writer (0: default) */
+	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
 };
 
 struct rpcrdma_pcap_stats {
@@ -54,6 +55,7 @@ struct rpcrdma_pcap_stats {
 	uint64_t writes, reads;  /* RDMA Write / Read operations this side posted */
 	uint64_t peer_writes, peer_reads;  /* the peer's on our memory, shown from the data
 					      when its answer arrived (docs/CAPTURE.md) */
+	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
 };
 
 /* Open a capture file (created or truncated). "%p" in the path becomes the process id,

@@ -73,6 +73,7 @@ struct rpcrdma_prov_caps {
 	uint32_t has_fd;          /* rpcrdma_ep_fd() gives a pollable descriptor */
 	size_t inject_size;
 	size_t max_msg_size;
+	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
 };
 
 /* ---- provider ---- */
@@ -157,6 +158,28 @@ RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
 RPCRDMA_API int rpcrdma_ep_peer_addr(struct rpcrdma_ep *ep, void *addr, size_t *len);
 
 RPCRDMA_API const char *rpcrdma_op_name(uint32_t op);
+
+/* ---- the library's log ----
+ * Silent by default. RPCRDMA_LOG=error|warn|info|debug (or 0..4) in the environment, or
+ * rpcrdma_log_set_level(), turns it on: connections made, accepted, lost and closed (peer,
+ * provider, negotiated sizes, credits), reconnections, errors with their cause. One line
+ * per event on stderr ("rpcrdma info: ..."), or to the function set with
+ * rpcrdma_log_set_fn() (called from library threads; it must be thread-safe). */
+enum rpcrdma_log_level {
+	RPCRDMA_LOG_OFF = 0,
+	RPCRDMA_LOG_ERROR = 1,
+	RPCRDMA_LOG_WARN = 2,
+	RPCRDMA_LOG_INFO = 3,
+	RPCRDMA_LOG_DEBUG = 4,
+};
+typedef void (*rpcrdma_log_fn)(void *ctx, int level, const char *line);
+RPCRDMA_API int rpcrdma_log_level(void);
+RPCRDMA_API void rpcrdma_log_set_level(int level);
+RPCRDMA_API void rpcrdma_log_set_fn(rpcrdma_log_fn fn, void *ctx);
+/* A level's name or number as RPCRDMA_LOG takes it; -1 if it is neither. */
+RPCRDMA_API int rpcrdma_log_parse(const char *s);
+RPCRDMA_API void rpcrdma_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* The engine's lower face (engine.h) on a provider endpoint: the engine posts to ep and
  * registers memory with p. */

@@ -37,6 +37,7 @@ struct rpcrdma_clnt_opts {
 				      answer as long again ends the connection. 0: off */
 	int no_reconnect;          /* 1: a lost connection fails every call from then on, as
 				      libtirpc's TCP client does; 0: reconnect and send again */
+	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
 };
 
 /* A CLIENT * for prog/vers at host (a name or address, IPv4 or IPv6) over RDMA. NULL
@@ -105,6 +106,7 @@ struct rpcrdma_svc_opts {
 				      as soon as it is ready (lowest latency): the program must
 				      accept dispatch on a library thread; svc_run() and
 				      rpcrdma_svc_run() then see no RDMA request */
+	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
 };
 #define RPCRDMA_PORT_ANY 0xffffffffu
 

@@ -34,7 +34,9 @@ for pc in librpcrdma-core librpcrdma librpcrdma-rpc librpcrdma-nfs3; do
 	p=$(pkg-config --variable=prefix "$pc") || { fail "pkg-config $pc"; continue; }
 	[ "$(cd "$p" && pwd -P)" = "$(cd "$prefix" && pwd -P)" ] || fail "$pc says prefix $p"
 done
-cc -std=c11 -Wall -Wextra -Werror "$SRC/tests/install/rpc_prog.c" -o "$work/rpc_prog" \
+# SAN_FLAGS: a sanitizer build's libraries need the programs built the same way
+san=${SAN_FLAGS:-}
+cc -std=c11 -Wall -Wextra -Werror $san "$SRC/tests/install/rpc_prog.c" -o "$work/rpc_prog" \
 	$(pkg-config --cflags --libs librpcrdma-rpc) 2>"$work/cc.log" ||
 	{ cat "$work/cc.log"; fail "a program does not build with pkg-config"; }
 if [ -x "$work/rpc_prog" ]; then
@@ -51,7 +53,8 @@ mv "$work/moved" "$work/opt"
 
 # CMake: find_package in a user's project
 cmake -S "$SRC/tests/install" -B "$work/user" -DCMAKE_PREFIX_PATH="$prefix" \
-	-DCMAKE_C_COMPILER="${CC:-cc}" >"$work/user.log" 2>&1 &&
+	-DCMAKE_C_COMPILER="${CC:-cc}" -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" \
+	>"$work/user.log" 2>&1 &&
 	cmake --build "$work/user" >>"$work/user.log" 2>&1 ||
 	{ cat "$work/user.log"; fail "a CMake project does not build with find_package(rpcrdma)"; }
 for p in core_prog core_prog_static; do

@@ -38,7 +38,12 @@ struct cfg {
 	int ndepths;
 	const char *pcap;
 	uint32_t snaplen;
+	const char *svg;   /* --svg FILE */
 };
+
+#define MAX_SVG_ROWS 256
+static struct perf_svg_row svg_rows[MAX_SVG_ROWS];
+static int nsvg;
 
 struct result {
 	char transport[32];
@@ -484,26 +489,67 @@ static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *o
 }
 
 /* READ results travel by RDMA Write, WRITE arguments by RDMA Read. */
+/* The raw provider's figure comparable with r (0 if none), and what it is. */
+static double raw_for(const struct result *r, const struct raw *raw, const char **what)
+{
+	if (!raw->have)
+		return 0;
+	if (r->op == OP_NULL && r->depth == 1 && raw->pingpong_avg_us > 0) {
+		*what = "calls/s of raw Send ping-pong";
+		return 1e6 / raw->pingpong_avg_us;
+	}
+	if (r->op == OP_READ && r->size == 1u << 20) {
+		*what = "MB/s of raw RDMA Write 1 MiB";
+		return raw->write_mbps_1m;
+	}
+	if (r->op == OP_WRITE && r->size == 1u << 20) {
+		*what = "MB/s of raw RDMA Read 1 MiB";
+		return raw->read_mbps_1m;
+	}
+	if (r->op == OP_READ && r->size == 4096 && r->depth == 32) {
+		*what = "MB/s of raw send/RDMA-write/send 4 KiB, 32 in flight";
+		return raw->pattern_mbps_4k;
+	}
+	if (r->op == OP_READ && r->size == 4096) {
+		*what = "MB/s of raw RDMA Write 4 KiB";
+		return raw->write_mbps_4k;
+	}
+	return 0;
+}
+
 static void compare_raw(const struct cfg *c, const struct result *r, const struct raw *raw)
 {
+	const char *what = "";
+	double v = raw_for(r, raw, &what);
 	struct result rr;
 
-	if (!raw->have)
+	if (v <= 0)
 		return;
 	memset(&rr, 0, sizeof(rr));
 	snprintf(rr.transport, sizeof(rr.transport), "raw/%s", c->provider);
-	if (r->op == OP_NULL && r->depth == 1 && raw->pingpong_avg_us > 0)
-		print_ratio(c, r, &rr, "calls/s of raw Send ping-pong", r->calls_s,
-			    1e6 / raw->pingpong_avg_us);
-	if (r->op == OP_READ && r->size == 1u << 20)
-		print_ratio(c, r, &rr, "MB/s of raw RDMA Write 1 MiB", r->mbps, raw->write_mbps_1m);
-	if (r->op == OP_WRITE && r->size == 1u << 20)
-		print_ratio(c, r, &rr, "MB/s of raw RDMA Read 1 MiB", r->mbps, raw->read_mbps_1m);
-	if (r->op == OP_READ && r->size == 4096 && r->depth == 32)
-		print_ratio(c, r, &rr, "MB/s of raw send/RDMA-write/send 4 KiB, 32 in flight", r->mbps,
-			    raw->pattern_mbps_4k);
-	else if (r->op == OP_READ && r->size == 4096)
-		print_ratio(c, r, &rr, "MB/s of raw RDMA Write 4 KiB", r->mbps, raw->write_mbps_4k);
+	print_ratio(c, r, &rr, what, r->op == OP_NULL ? r->calls_s : r->mbps, v);
+}
+
+/* One row of the --svg chart: this figure over RDMA, over libtirpc and raw. */
+static void svg_add(const struct cfg *c, const struct result *r, const struct result *t,
+		    const struct raw *raw)
+{
+	struct perf_svg_row *row;
+	const char *what = "";
+
+	if (!c->svg || nsvg == MAX_SVG_ROWS)
+		return;
+	row = &svg_rows[nsvg++];
+	memset(row, 0, sizeof(*row));
+	if (r->op == OP_NULL)
+		snprintf(row->label, sizeof(row->label), "NULL, %d in flight", r->depth);
+	else
+		snprintf(row->label, sizeof(row->label), "%s %u B, %d in flight", op_names[r->op],
+			 r->size, r->depth);
+	row->unit = r->op == OP_NULL ? "calls/s" : "MB/s";
+	row->rdma = r->op == OP_NULL ? r->calls_s : r->mbps;
+	row->tirpc = t ? (t->op == OP_NULL ? t->calls_s : t->mbps) : 0;
+	row->raw = raw_for(r, raw, &what);
 }
 
 /* ---- options and the run ---- */
@@ -561,13 +607,16 @@ static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
 	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
-	      "                    [--compare] [--check] [--json] [--pcap FILE [--pcap-snaplen N]]\n"
+	      "                    [--compare] [--check] [--json] [--svg FILE]\n"
+	      "                    [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
 	      "started) for each operation x size x calls in flight. Without HOST it starts\n"
 	      "`rpcrdma serve` in a child on loopback. --compare also runs each over ONC RPC/TCP\n"
 	      "(libtirpc; needs the server's --tcp port) and the raw provider ceiling\n"
 	      "(bench_prov), and prints ratios. --check verifies every payload. echo (not in\n"
 	      "the default set) sends its data inline both ways: long calls and replies.\n"
+	      "--svg FILE draws the figures (with --compare: against ONC RPC/TCP and raw) as\n"
+	      "a chart a browser opens.\n"
 	      PS_PCAP_USAGE
 	      "                       (the client's side; a server perf starts is not captured)\n",
 	      f);
@@ -580,7 +629,8 @@ static int parse(int argc, char **argv, struct cfg *c)
 		{ "seconds", required_argument, 0, 's' }, { "ops", required_argument, 0, 'o' },
 		{ "sizes", required_argument, 0, 'z' }, { "depths", required_argument, 0, 'd' },
 		{ "compare", no_argument, 0, 'C' }, { "check", no_argument, 0, 'k' },
-		{ "json", no_argument, 0, 'j' }, PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
+		{ "json", no_argument, 0, 'j' }, { "svg", required_argument, 0, 'G' },
+		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
 	uint32_t d[8];
@@ -588,8 +638,9 @@ static int parse(int argc, char **argv, struct cfg *c)
 	int ch, i;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjP:S:h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjG:P:S:h", lo, NULL)) != -1) {
 		switch (ch) {
+		case 'G': c->svg = optarg; break;
 		case 'p': c->provider = optarg; break;
 		case 'T':
 			if (arg_uint("perf", "--tcp-port", optarg, 1, 65535, &v))
@@ -752,6 +803,7 @@ int cmd_perf(int argc, char **argv)
 				}
 				if (c.compare)
 					compare_raw(&c, &r, &raw);
+				svg_add(&c, &r, c.compare && c.tcp_port ? &t : NULL, &raw);
 				k++;
 			}
 		}
@@ -766,6 +818,10 @@ out:
 		printf("interrupted by %s after %d figures\n", stop_sig == SIGINT ? "SIGINT" : "SIGTERM",
 		       figures);
 	fflush(stdout);
+	if (c.svg && perf_svg_write(c.svg, c.provider, svg_rows, nsvg)) {
+		fprintf(stderr, "rpcrdma perf: cannot write %s\n", c.svg);
+		rc = EXIT_FAIL;
+	}
 	ps_pcap_stop();
 	if (c.child > 0) {
 		kill(c.child, SIGTERM);

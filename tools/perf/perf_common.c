@@ -274,7 +274,7 @@ static struct rpcrdma_pcap *ps_pcap;
 
 int ps_pcap_start(const char *path, uint32_t snaplen)
 {
-	struct rpcrdma_pcap_opts o = { snaplen, 0 };
+	struct rpcrdma_pcap_opts o = { .snaplen = snaplen };
 	int rc = rpcrdma_pcap_open(path, &o, &ps_pcap);
 
 	if (rc) {

@@ -49,6 +49,15 @@ void ps_pcap_stop(void);
 	"                       Wireshark reads (docs/CAPTURE.md); --pcap-snaplen N keeps\n" \
 	"                       N bytes of each frame (default: whole frames)\n"
 
+/* rpcrdma perf --svg (perf_svg.c): one row per figure; 0 where a transport has none. */
+struct perf_svg_row {
+	char label[64];
+	const char *unit;
+	double rdma, tirpc, raw;
+};
+int perf_svg_write(const char *path, const char *provider, const struct perf_svg_row *rows,
+		   int n);
+
 /* A client of the service: RDMA (provider) or, with provider NULL, ONC RPC/TCP. */
 CLIENT *ps_client(const char *provider, const char *host, uint16_t port);
 /* After ps_client() failed: why, and what to do, on stderr. */
