@@ -190,6 +190,11 @@ INLINE int dec_read_entry(struct dec *d, struct rpcrdma_msg *m, struct read_stat
 	return add_chunk_len(d, &rs->len, r->seg.length, at + 4);
 }
 
+/* The read list (RFC 5666 §4.3): entries while the discriminator is 1.
+ *
+ *   1 | position | handle | length | offset (64) |  1 | ... |  0
+ *   <--------------- one entry, 24 bytes ------->        end of list
+ */
 INLINE int dec_read_list(struct dec *d, struct rpcrdma_msg *m)
 {
 	struct read_state rs = { 0, 0, 0, 0 };
@@ -250,6 +255,12 @@ INLINE int dec_write_chunk(struct dec *d, struct rpcrdma_msg *m, struct rpcrdma_
 	return 0;
 }
 
+/* The write list (RFC 5666 §4.3): chunks while the discriminator is 1; a chunk is a
+ * counted array of segments.
+ *
+ *   1 | count | handle | length | offset (64) | ... |  1 | ... |  0
+ *       <---------- segment, 16 bytes ------>               end of list
+ */
 INLINE int dec_write_list(struct dec *d, struct rpcrdma_msg *m)
 {
 	uint32_t present, cap = d->lim->max_list_chunks;
@@ -270,6 +281,11 @@ INLINE int dec_write_list(struct dec *d, struct rpcrdma_msg *m)
 	}
 }
 
+/* The reply chunk (RFC 5666 §4.3): an optional write chunk.
+ *
+ *   0                                     (absent)
+ *   1 | count | handle | length | offset (64) | ...
+ */
 INLINE int dec_reply_chunk(struct dec *d, struct rpcrdma_msg *m)
 {
 	uint32_t present;
@@ -655,6 +671,11 @@ INLINE uint8_t *put_write_chunk(uint8_t *p, const uint8_t *end,
 	return put_segs(p + 4, s, n);
 }
 
+/* The read list (RFC 5666 §4.3): entries while the discriminator is 1.
+ *
+ *   1 | position | handle | length | offset (64) |  1 | ... |  0
+ *   <--------------- one entry, 24 bytes ------->        end of list
+ */
 INLINE uint8_t *put_read_list(uint8_t *p, const uint8_t *end, const struct rpcrdma_msg *m)
 {
 	const struct rpcrdma_read_segment *r = m->reads, *e = r + m->nreads;
@@ -672,28 +693,49 @@ INLINE uint8_t *put_read_list(uint8_t *p, const uint8_t *end, const struct rpcrd
 	return p + 4;
 }
 
-/* write list, its end, and the reply chunk */
-INLINE uint8_t *put_write_reply(uint8_t *p, const uint8_t *end, const struct rpcrdma_msg *m)
+/* The write list (RFC 5666 §4.3): chunks while the discriminator is 1; a chunk is a
+ * counted array of segments.
+ *
+ *   1 | count | handle | length | offset (64) | ... |  1 | ... |  0
+ *       <---------- segment, 16 bytes ------>               end of list
+ */
+INLINE uint8_t *put_write_list(uint8_t *p, const uint8_t *end, const struct rpcrdma_msg *m)
 {
 	const struct rpcrdma_write_chunk *c = m->writes, *e = c + m->nwrites;
-	uint32_t has_reply = m->has_reply;
-	const struct rpcrdma_write_chunk *reply = &m->reply;
 
 	for (; c < e && p; c++)
 		p = put_write_chunk(p, end, c, 1);
-	if (!p || end - p < 8)
+	if (!p || end - p < 4)
 		return NULL;
 	rpcrdma__put32(p, 0);
-	rpcrdma__put32(p + 4, has_reply ? 1 : 0);
-	if (!has_reply)
-		return p + 8;
-	return put_write_chunk(p + 8, end, reply, 0);
+	return p + 4;
 }
 
+/* The reply chunk (RFC 5666 §4.3): an optional write chunk.
+ *
+ *   0                                     (absent)
+ *   1 | count | handle | length | offset (64) | ...
+ */
+INLINE uint8_t *put_reply_chunk(uint8_t *p, const uint8_t *end, const struct rpcrdma_msg *m)
+{
+	uint32_t has_reply = m->has_reply;
+
+	if (!has_reply) {
+		if (end - p < 4)
+			return NULL;
+		rpcrdma__put32(p, 0);
+		return p + 4;
+	}
+	return put_write_chunk(p, end, &m->reply, 1);
+}
+
+/* The three lists in wire order, as dec_chunk_lists reads them. */
 INLINE uint8_t *put_lists(uint8_t *p, const uint8_t *end, const struct rpcrdma_msg *m)
 {
 	p = put_read_list(p, end, m);
-	return p ? put_write_reply(p, end, m) : NULL;
+	if (p)
+		p = put_write_list(p, end, m);
+	return p ? put_reply_chunk(p, end, m) : NULL;
 }
 
 INLINE uint8_t *put_error(uint8_t *p, const uint8_t *end, const struct rpcrdma_msg *m)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The transport engine: lifecycle, buffers, completions, timers, statistics.
- * The requester and responder rules live in engine_client.c and engine_server.c. */
+/* The transport engine's dispatcher: lifecycle, completions, timers, statistics. It
+ * hands each event to its role (engine_client.c, engine_server.c); both roles use the
+ * helpers of engine_shared.c, which calls neither back. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,27 +26,7 @@ void rpcrdma_credit_pool_init(struct rpcrdma_credit_pool *pool, uint32_t limit)
 	pool->used = 0;
 }
 
-/* Take up to n receive buffers from the shared budget; returns how many. */
-static uint32_t pool_take(struct rpcrdma_credit_pool *pool, uint32_t n)
-{
-	uint32_t cur = __atomic_load_n(&pool->used, __ATOMIC_RELAXED), got;
 
-	do {
-		got = cur >= pool->limit ? 0 : pool->limit - cur;
-		if (got > n)
-			got = n;
-		if (!got)
-			return 0;
-	} while (!__atomic_compare_exchange_n(&pool->used, &cur, cur + got, false,
-					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	return got;
-}
-
-static void pool_give(struct rpcrdma_credit_pool *pool, uint32_t n)
-{
-	if (pool && n)
-		__atomic_fetch_sub(&pool->used, n, __ATOMIC_RELAXED);
-}
 
 void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role)
 {
@@ -91,6 +72,12 @@ static int check_config(const struct rpcrdma_eng_config *c)
 	return 0;
 }
 
+/* A lost connection fails every call of a requester. */
+static void client_fail_all(struct rpcrdma_eng *e)
+{
+	rpcrdma__eng_client_fail_all(e, -RPCRDMA_ERR_DISCONN);
+}
+
 int rpcrdma_eng_create(const struct rpcrdma_eng_config *cfg, const struct rpcrdma_eng_upper *up,
 		       struct rpcrdma_eng **out)
 {
@@ -110,6 +97,8 @@ int rpcrdma_eng_create(const struct rpcrdma_eng_config *cfg, const struct rpcrdm
 		return -RPCRDMA_ERR_NOMEM;
 	e->cfg = *cfg;
 	e->up = *up;
+	e->fail_all = cfg->role == RPCRDMA_ENG_CLIENT ? client_fail_all
+						       : rpcrdma__eng_server_fail_all;
 	e->inline_send = RPCRDMA_DEF_INLINE;   /* until the peer says more (RFC 8797) */
 	e->inline_recv = cfg->inline_recv & ~1023u;
 	e->granted = 1;                        /* RFC 8166 §3.3.3 */
@@ -162,27 +151,7 @@ uint32_t rpcrdma_eng_set_inline_send(struct rpcrdma_eng *e, uint32_t size)
 
 /* ---- resources ---- */
 
-int rpcrdma__eng_reg(struct rpcrdma_eng *e, void *addr, size_t len, unsigned acc,
-		     struct rpcrdma_mr **out)
-{
-	int rc = e->lo.mr_reg(e->lo.ctx, addr, len ? len : 1, acc, out);
 
-	if (rc) {
-		rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
-		return rc;
-	}
-	e->st.mrs_live++;
-	return 0;
-}
-
-void rpcrdma__eng_dereg(struct rpcrdma_eng *e, struct rpcrdma_mr **mr)
-{
-	if (!*mr)
-		return;
-	e->lo.mr_dereg(e->lo.ctx, *mr);
-	*mr = NULL;
-	e->st.mrs_live--;
-}
 
 static int alloc_bufs(struct rpcrdma_eng *e, uint32_t n, uint32_t size, uint8_t **mem,
 		      struct rpcrdma_mr **mr, struct eng_buf **bufs, struct eng_buf **freel,
@@ -208,13 +177,6 @@ static int alloc_bufs(struct rpcrdma_eng *e, uint32_t n, uint32_t size, uint8_t 
 	return 0;
 }
 
-/* Whether this server may answer with read chunks (the peer's private data is known). */
-bool rpcrdma__eng_reply_reads(const struct rpcrdma_eng *e)
-{
-	return e->cfg.reply_read_chunks == RPCRDMA_RRC_ALWAYS ||
-	       (e->cfg.reply_read_chunks == RPCRDMA_RRC_AUTO &&
-		(e->peer_ext & RPCRDMA_PDATA_X_REPLY_READS));
-}
 
 /* Receive buffers: a client needs one per call in flight; a server one per credit it
  * grants plus one per RDMA_DONE it awaits (RFC 5666 §3.8). */
@@ -248,7 +210,7 @@ int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
 		goto out_fail;
 	if (e->cfg.role == RPCRDMA_ENG_SERVER) {
 		/* the first credit every client holds (RFC 8166 §3.3.3) needs a receive */
-		if (e->cfg.pool && !pool_take(e->cfg.pool, 1)) {
+		if (e->cfg.pool && !rpcrdma__pool_take(e->cfg.pool, 1)) {
 			rc = -RPCRDMA_ERR_NOSPC;
 			goto out_fail;
 		}
@@ -264,131 +226,20 @@ out_fail:
 	return rc;
 }
 
-struct eng_buf *rpcrdma__eng_sbuf_get(struct rpcrdma_eng *e)
-{
-	struct eng_buf *b = e->sfree;
 
-	if (b) {
-		e->sfree = b->next;
-		b->next = NULL;
-		b->owner = NULL;
-	}
-	return b;
-}
 
-void rpcrdma__eng_sbuf_put(struct rpcrdma_eng *e, struct eng_buf *b)
-{
-	b->next = e->sfree;
-	e->sfree = b;
-}
 
-bool rpcrdma__eng_sq_room(const struct rpcrdma_eng *e, uint32_t n)
-{
-	return e->sq_used + n <= e->cfg.sq_depth;
-}
 
-int rpcrdma__eng_post_send(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len, uint32_t proc)
-{
-	struct rpcrdma_sge sge = { e->smr, b->mem, len };
-	int rc;
 
-	e->sq_used++;
-	rc = e->lo.post_send(e->lo.ctx, &sge, &b->op);
-	if (rc) {
-		e->sq_used--;
-		return rc;
-	}
-	e->st.sent[proc]++;
-	e->st.inline_bytes_sent += len;
-	return 0;
-}
-
-int rpcrdma__eng_post_recv(struct rpcrdma_eng *e)
-{
-	struct eng_buf *b = e->rfree;
-	struct rpcrdma_sge sge;
-	int rc;
-
-	if (!b)
-		return -RPCRDMA_ERR_NOSPC;
-	sge.mr = e->rmr;
-	sge.addr = b->mem;
-	sge.len = e->inline_recv;
-	rc = e->lo.post_recv(e->lo.ctx, &sge, &b->op);
-	if (rc)
-		return rc;
-	e->rfree = b->next;
-	b->next = NULL;
-	e->recvs_posted++;
-	return 0;
-}
-
-void rpcrdma__eng_count(struct rpcrdma_eng *e, uint32_t ec)
-{
-	if (ec < RPCRDMA_EC_COUNT)
-		e->st.errors[ec]++;
-}
 
 /* ---- lists ---- */
 
-void rpcrdma__list_push(struct eng_list *l, struct eng_link *n)
-{
-	n->next = NULL;
-	n->prev = l->tail;
-	if (l->tail)
-		l->tail->next = n;
-	else
-		l->head = n;
-	l->tail = n;
-}
 
-void rpcrdma__list_unlink(struct eng_list *l, struct eng_link *n)
-{
-	if (n->prev)
-		n->prev->next = n->next;
-	else if (l->head == n)
-		l->head = n->next;
-	if (n->next)
-		n->next->prev = n->prev;
-	else if (l->tail == n)
-		l->tail = n->prev;
-	n->next = n->prev = NULL;
-}
 
 /* ---- tasks waiting for resources ---- */
 
-/* What an attempt of a task returned: -RPCRDMA_ERR_AGAIN leaves it waiting; any other
- * error breaks the connection. */
-int rpcrdma__eng_settle(struct rpcrdma_eng *e, int rc)
-{
-	if (rc == -RPCRDMA_ERR_AGAIN)
-		return rc;
-	if (rc)
-		rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
-	return 0;
-}
 
-/* The first attempt of t returned rc: queue t if it must wait. */
-void rpcrdma__eng_try(struct rpcrdma_eng *e, struct eng_task *t, int rc)
-{
-	if (rpcrdma__eng_settle(e, rc) == -RPCRDMA_ERR_AGAIN)
-		rpcrdma__eng_stall(e, t);
-}
 
-void rpcrdma__eng_stall(struct rpcrdma_eng *e, struct eng_task *t)
-{
-	if (t->queued)
-		return;
-	t->queued = true;
-	t->next = NULL;
-	if (e->stall_tail) {
-		e->stall_tail->next = t;
-	} else {
-		e->stall_head = t;
-		e->stall_since = e->now;
-	}
-	e->stall_tail = t;
-}
 
 static void unstall_all(struct rpcrdma_eng *e, uint64_t now)
 {
@@ -408,24 +259,6 @@ static void unstall_all(struct rpcrdma_eng *e, uint64_t now)
 	}
 }
 
-/* Drop t from the stall queue (its owner finished or is going away). */
-void rpcrdma__eng_unstall(struct rpcrdma_eng *e, struct eng_task *t)
-{
-	struct eng_task **pp = &e->stall_head, *prev = NULL;
-
-	if (!t->queued)
-		return;
-	while (*pp && *pp != t) {
-		prev = *pp;
-		pp = &(*pp)->next;
-	}
-	if (*pp) {
-		*pp = t->next;
-		if (e->stall_tail == t)
-			e->stall_tail = prev;
-	}
-	t->queued = false;
-}
 
 
 static void repost_owed(struct rpcrdma_eng *e);
@@ -442,21 +275,6 @@ static void pump(struct rpcrdma_eng *e, uint64_t now)
 
 /* ---- failure ---- */
 
-void rpcrdma__eng_fail(struct rpcrdma_eng *e, int reason, uint32_t ec)
-{
-	if (e->dead)
-		return;
-	e->dead = true;
-	e->dead_reason = reason;
-	rpcrdma__eng_count(e, ec);
-	e->stall_head = e->stall_tail = NULL;
-	if (e->cfg.role == RPCRDMA_ENG_CLIENT)
-		rpcrdma__eng_client_fail_all(e, -RPCRDMA_ERR_DISCONN);
-	else
-		rpcrdma__eng_server_fail_all(e);
-	if (e->up.fatal)
-		e->up.fatal(e->up.ctx, reason);
-}
 
 void rpcrdma_eng_shutdown(struct rpcrdma_eng *e, int reason)
 {
@@ -630,7 +448,7 @@ void rpcrdma_eng_destroy(struct rpcrdma_eng *e)
 		rpcrdma__eng_server_destroy(e);
 	rpcrdma__eng_dereg(e, &e->rmr);
 	rpcrdma__eng_dereg(e, &e->smr);
-	pool_give(e->cfg.pool, e->pool_taken);
+	rpcrdma__pool_give(e->cfg.pool, e->pool_taken);
 	/* last: freeing the calls and requests above returned their buffers here */
 	rpcrdma__bufcache_free(&e->cache);
 	free(e->rmem);
@@ -642,28 +460,6 @@ void rpcrdma_eng_destroy(struct rpcrdma_eng *e)
 
 /* ---- server receive budget ---- */
 
-/* Post receives until this connection owns want of them (bounded by its buffers and
- * the shared pool). Returns how many it owns. */
-uint32_t rpcrdma__eng_take_recvs(struct rpcrdma_eng *e, uint32_t want)
-{
-	uint32_t more, got;
-
-	if (want > e->nrbufs)
-		want = e->nrbufs;
-	if (want <= e->pool_taken)
-		return e->pool_taken;
-	more = want - e->pool_taken;
-	got = e->cfg.pool ? pool_take(e->cfg.pool, more) : more;
-	while (got) {
-		if (rpcrdma__eng_post_recv(e)) {
-			pool_give(e->cfg.pool, got);
-			break;
-		}
-		e->pool_taken++;
-		got--;
-	}
-	return e->pool_taken;
-}
 
 /* ---- statistics ---- */
 
@@ -699,13 +495,3 @@ const char *rpcrdma_eng_errclass_name(uint32_t ec)
 	return ec < RPCRDMA_EC_COUNT ? ec_names[ec] : "unknown";
 }
 
-uint32_t rpcrdma_msgp_pad(uint32_t align, uint32_t thresh, uint32_t base, uint32_t off,
-			  uint32_t len)
-{
-	uint32_t at;
-
-	if (!align || len <= thresh)
-		return 0;
-	at = (base + off) & (align - 1);
-	return at ? align - at : 0;
-}

@@ -176,6 +176,7 @@ struct rpcrdma_eng {
 	struct rpcrdma_eng_stats st;
 	bool started, dead;
 	int dead_reason;
+	void (*fail_all)(struct rpcrdma_eng *e);   /* the role's, for rpcrdma__eng_fail */
 	uint32_t inline_send;          /* in effect: ours capped by the peer's receive size */
 	uint32_t inline_recv;
 	uint8_t peer_ext;              /* RPCRDMA_PDATA_X_* from the peer's private data */
@@ -230,6 +231,9 @@ int rpcrdma__eng_reg(struct rpcrdma_eng *e, void *addr, size_t len, unsigned acc
 void rpcrdma__eng_dereg(struct rpcrdma_eng *e, struct rpcrdma_mr **mr);
 void rpcrdma__eng_unstall(struct rpcrdma_eng *e, struct eng_task *t);
 uint32_t rpcrdma__eng_take_recvs(struct rpcrdma_eng *e, uint32_t want);
+/* The shared receive budget (NULL pool: unlimited). */
+uint32_t rpcrdma__pool_take(struct rpcrdma_credit_pool *pool, uint32_t n);
+void rpcrdma__pool_give(struct rpcrdma_credit_pool *pool, uint32_t n);
 
 /* engine_chunks.c */
 int rpcrdma__asm_plan(struct eng_asm *as, const struct rpcrdma_msg *m, uint64_t inline_len,

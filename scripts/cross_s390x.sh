@@ -6,20 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD_DIR:-build-s390x}
-pkgs=(gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-user)
-missing=()
-for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "cross_s390x: need root to install: ${missing[*]}" >&2
-		exit 1
-	fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
-		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
-fi
+scripts/setup.sh gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-user
 cmake -S . -B "$dir" -DRPCRDMA_CORE_ONLY=ON -DRPCRDMA_WERROR=ON \
 	-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=s390x \
 	-DCMAKE_C_COMPILER=s390x-linux-gnu-gcc \

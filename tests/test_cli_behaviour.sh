@@ -51,6 +51,10 @@ says() {   # EXPECTED_TEXT ARGS...
 }
 says "provider 'nosuch'" serve --provider nosuch --listen 127.0.0.1:0
 says "connection refused" ping 127.0.0.1:1 -c 1
+# with --json the failure is also an object on standard output
+"$BIN" ping 127.0.0.1:1 -c 1 --json >"$out/jerr" 2>/dev/null
+python3 -c 'import json,sys; o=json.loads(open(sys.argv[1]).read()); assert "refused" in o["error"] and o["command"] == "ping", o' \
+	"$out/jerr" || fail "ping --json error object: $(cat "$out/jerr")"
 
 start_server "$out/serve" "$BIN" serve --listen 127.0.0.1:0 --tcp 0 -v
 read -r rport tport <<<"$port"

@@ -2,6 +2,7 @@
 /* Command-line values, checked: each helper takes the whole text or nothing, and names
  * the option and the bad value in its message (exit status 2, as a usage error). */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,4 +88,35 @@ int arg_size(const char *cmd, const char *opt, const char *s, uint64_t max, uint
 	}
 	*out = v * mul;
 	return 0;
+}
+
+void cli_catch(void (*fn)(int), int usr1, int restart)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sa.sa_flags = restart ? SA_RESTART : 0;
+	sigemptyset(&sa.sa_mask);
+	if (usr1)
+		sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+void cli_json_error(const char *cmd, const char *text)
+{
+	const unsigned char *p = (const unsigned char *)text;
+
+	printf("{\"error\":\"");
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	printf("\",\"command\":\"%s\"}\n", cmd);
+	fflush(stdout);
 }

@@ -25,6 +25,14 @@ int arg_double(const char *cmd, const char *opt, const char *s, double min, doub
 	       double *out);
 int arg_size(const char *cmd, const char *opt, const char *s, uint64_t max, uint64_t *out);
 
+/* Install fn for SIGINT and SIGTERM (and SIGUSR1 when usr1) with sigaction: it stays for
+ * every signal, not the first only. restart 0: a wait in progress returns at once. */
+void cli_catch(void (*fn)(int), int usr1, int restart);
+
+/* With --json, a failure is also one object on standard output:
+ * {"error":"TEXT","command":"CMD"}, the text JSON-escaped. */
+void cli_json_error(const char *cmd, const char *text);
+
 /* Hex: whitespace, ':' and a leading "0x" are ignored. Returns bytes or -1. */
 long hex_parse(const char *s, unsigned char *out, size_t cap);
 void hex_print(FILE *f, const unsigned char *p, size_t n);

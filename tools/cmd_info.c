@@ -70,8 +70,12 @@ int cmd_info(int argc, char **argv)
 		}
 	}
 	n = rpcrdma_prov_probe(caps, MAX_PROVS);
-	if (n < 0)
+	if (n < 0) {
+		fprintf(stderr, "rpcrdma info: %s\n", rpcrdma_strerror(n));
+		if (json)
+			cli_json_error("info", rpcrdma_strerror(n));
 		return EXIT_FAIL;
+	}
 	for (i = 0; i < n; i++) {
 		refine(&caps[i], notes[i], sizeof(notes[i]));
 		verbs |= !strcmp(caps[i].name, "verbs");

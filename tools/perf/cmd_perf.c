@@ -200,13 +200,7 @@ static void on_stop(int sig)
 
 static void catch_stop(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch(on_stop, 0, 0);
 }
 
 static int running(double end)
@@ -319,7 +313,7 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 		cls[i] = ps_client(provider, c->host, provider ? c->port : c->tcp_port);
 		if (!cls[i]) {
 			ps_explain_create_error("perf", provider, c->host,
-						provider ? c->port : c->tcp_port);
+						provider ? c->port : c->tcp_port, c->json);
 			return -1;
 		}
 	}
@@ -750,6 +744,8 @@ int cmd_perf(int argc, char **argv)
 	if (!c.host[0] && start_server(&c)) {
 		fprintf(stderr, "rpcrdma perf: cannot start a server over %s (try rpcrdma serve "
 			"--provider %s to see why)\n", c.provider, c.provider);
+		if (c.json)
+			cli_json_error("perf", "cannot start a server over the provider");
 		return EXIT_FAIL;
 	}
 	catch_stop();

@@ -51,13 +51,7 @@ static void on_interrupt(int sig)
  * SA_RESTART so that a wait in progress returns at once. */
 static void catch_interrupt(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_interrupt;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch(on_interrupt, 0, 0);
 }
 
 /* The p-th percentile by nearest rank: the smallest value with at least p% of the
@@ -208,7 +202,7 @@ int cmd_ping(int argc, char **argv)
 		return EXIT_FAIL;
 	cl = ps_client(o.provider, o.host, o.port);
 	if (!cl) {
-		ps_explain_create_error("ping", o.provider, o.host, o.port);
+		ps_explain_create_error("ping", o.provider, o.host, o.port, o.json);
 		ps_pcap_stop();
 		return EXIT_FAIL;
 	}

@@ -37,25 +37,40 @@ static void peer_text(const struct sockaddr *peer, char *addr, size_t cap)
 			  (socklen_t)cap);
 }
 
+/* The counters a report shows, in the order both forms print them. */
+enum { C_CALLS, C_REPLIES, C_MSG, C_NOMSG, C_MSGP, C_DONE, C_ERROR, C_RCHUNKS, C_WCHUNKS,
+       C_RPCHUNKS, C_READS, C_READ_B, C_WRITES, C_WRITE_B, C_CREDITS, C_COUNT };
+static const char *const counter_keys[C_COUNT] = {
+	"calls", "replies", "sent_msg", "sent_nomsg", "sent_msgp", "sent_done", "sent_error",
+	"read_chunks", "write_chunks", "reply_chunks", "rdma_reads", "rdma_read_bytes",
+	"rdma_writes", "rdma_write_bytes", "credits_granted"
+};
+
+static void counters(const struct rpcrdma_eng_stats *st, unsigned long long *v)
+{
+	const uint64_t src[C_COUNT] = {
+		st->calls, st->replies, st->sent[0], st->sent[1], st->sent[2], st->sent[3],
+		st->sent[4], st->read_chunks, st->write_chunks, st->reply_chunks, st->rdma_reads,
+		st->rdma_read_bytes, st->rdma_writes, st->rdma_write_bytes, st->credits_granted
+	};
+	int i;
+
+	for (i = 0; i < C_COUNT; i++)
+		v[i] = (unsigned long long)src[i];
+}
+
 static void json_conn(const struct sockaddr *peer, const struct rpcrdma_eng_stats *st)
 {
+	unsigned long long v[C_COUNT];
 	char addr[64] = "";
 	unsigned i;
 
 	peer_text(peer, addr, sizeof(addr));
-	printf("{\"peer\":\"%s\",\"calls\":%llu,\"replies\":%llu,\"sent\":{\"msg\":%llu,"
-	       "\"nomsg\":%llu,\"msgp\":%llu,\"done\":%llu,\"error\":%llu},\"read_chunks\":%llu,"
-	       "\"write_chunks\":%llu,\"reply_chunks\":%llu,\"rdma_reads\":%llu,"
-	       "\"rdma_read_bytes\":%llu,\"rdma_writes\":%llu,\"rdma_write_bytes\":%llu,"
-	       "\"credits_granted\":%llu,\"errors\":{",
-	       addr, (unsigned long long)st->calls, (unsigned long long)st->replies,
-	       (unsigned long long)st->sent[0], (unsigned long long)st->sent[1],
-	       (unsigned long long)st->sent[2], (unsigned long long)st->sent[3],
-	       (unsigned long long)st->sent[4], (unsigned long long)st->read_chunks,
-	       (unsigned long long)st->write_chunks, (unsigned long long)st->reply_chunks,
-	       (unsigned long long)st->rdma_reads, (unsigned long long)st->rdma_read_bytes,
-	       (unsigned long long)st->rdma_writes, (unsigned long long)st->rdma_write_bytes,
-	       (unsigned long long)st->credits_granted);
+	counters(st, v);
+	printf("{\"peer\":\"%s\"", addr);
+	for (i = 0; i < C_COUNT; i++)
+		printf(",\"%s\":%llu", counter_keys[i], v[i]);
+	printf(",\"errors\":{");
 	for (i = 0; i < RPCRDMA_EC_COUNT; i++)
 		printf("%s\"%s\":%llu", i ? "," : "", rpcrdma_eng_errclass_name(i),
 		       (unsigned long long)st->errors[i]);
@@ -64,6 +79,7 @@ static void json_conn(const struct sockaddr *peer, const struct rpcrdma_eng_stat
 
 static void print_conn(void *ctx, const struct sockaddr *peer, const struct rpcrdma_eng_stats *st)
 {
+	unsigned long long v[C_COUNT];
 	char addr[64] = "-";
 	unsigned i;
 
@@ -74,17 +90,12 @@ static void print_conn(void *ctx, const struct sockaddr *peer, const struct rpcr
 		return;
 	}
 	peer_text(peer, addr, sizeof(addr));
+	counters(st, v);
 	printf("  %-16s calls %llu replies %llu  sent MSG/NOMSG/MSGP/DONE/ERROR %llu/%llu/%llu/%llu/%llu"
 	       "  chunks read/write/reply %llu/%llu/%llu  RDMA reads %llu (%llu B) writes %llu (%llu B)"
-	       "  credits %llu",
-	       addr, (unsigned long long)st->calls, (unsigned long long)st->replies,
-	       (unsigned long long)st->sent[0], (unsigned long long)st->sent[1],
-	       (unsigned long long)st->sent[2], (unsigned long long)st->sent[3],
-	       (unsigned long long)st->sent[4], (unsigned long long)st->read_chunks,
-	       (unsigned long long)st->write_chunks, (unsigned long long)st->reply_chunks,
-	       (unsigned long long)st->rdma_reads, (unsigned long long)st->rdma_read_bytes,
-	       (unsigned long long)st->rdma_writes, (unsigned long long)st->rdma_write_bytes,
-	       (unsigned long long)st->credits_granted);
+	       "  credits %llu", addr, v[C_CALLS], v[C_REPLIES], v[C_MSG], v[C_NOMSG], v[C_MSGP],
+	       v[C_DONE], v[C_ERROR], v[C_RCHUNKS], v[C_WCHUNKS], v[C_RPCHUNKS], v[C_READS],
+	       v[C_READ_B], v[C_WRITES], v[C_WRITE_B], v[C_CREDITS]);
 	for (i = 0; i < RPCRDMA_EC_COUNT; i++)
 		if (st->errors[i] && i != RPCRDMA_EC_DISCONNECT)
 			printf("  %s %llu", rpcrdma_eng_errclass_name(i), (unsigned long long)st->errors[i]);
@@ -124,15 +135,7 @@ static void print_stats(const char *why)
 /* sigaction, not signal(): the handler stays for every SIGUSR1, not the first only. */
 static void catch_signals(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch(on_signal, 1, 1);
 }
 
 /* Signals are noticed here: libtirpc's svc_run() has no way out. */
@@ -242,8 +245,10 @@ int cmd_serve(int argc, char **argv)
 	if (!listener) {
 		const char *why = rpcrdma_create_errtext();
 
-		fprintf(stderr, "rpcrdma serve: %s\n",
-			why[0] ? why : "cannot serve the program over ONC RPC/TCP (--tcp)");
+		why = why[0] ? why : "cannot serve the program over ONC RPC/TCP (--tcp)";
+		fprintf(stderr, "rpcrdma serve: %s\n", why);
+		if (json)
+			cli_json_error("serve", why);
 		return EXIT_FAIL;
 	}
 	if (json && tcp >= 0)

@@ -231,15 +231,18 @@ SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp
 }
 
 void ps_explain_create_error(const char *cmd, const char *provider, const char *host,
-			     uint16_t port)
+			     uint16_t port, int json)
 {
 	const char *why = provider ? rpcrdma_create_errtext() : "";
+	char text[512];
 
 	if (why[0])
-		fprintf(stderr, "rpcrdma %s: %s\n", cmd, why);
+		snprintf(text, sizeof(text), "%s", why);
 	else
-		fprintf(stderr, "rpcrdma %s: %s port %u:%s\n", cmd, host, port,
-			clnt_spcreateerror(""));
+		snprintf(text, sizeof(text), "%s port %u:%s", host, port, clnt_spcreateerror(""));
+	fprintf(stderr, "rpcrdma %s: %s\n", cmd, text);
+	if (json)
+		cli_json_error(cmd, text);
 }
 
 CLIENT *ps_client(const char *provider, const char *host, uint16_t port)

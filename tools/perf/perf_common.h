@@ -62,6 +62,6 @@ int perf_svg_write(const char *path, const char *provider, const struct perf_svg
 CLIENT *ps_client(const char *provider, const char *host, uint16_t port);
 /* After ps_client() failed: why, and what to do, on stderr. */
 void ps_explain_create_error(const char *cmd, const char *provider, const char *host,
-			     uint16_t port);
+			     uint16_t port, int json);
 
 #endif

@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The libfabric provider: completions, endpoints, waiting for work, posting, memory
+ * registration, and the list of this process's shm endpoints (prov_fabric.c). */
+#include "fabric_int.h"
+
+/* ---- errors ---- */
+
+int rpcrdma__fab_map_err(int fi_err)
+{
+	switch (fi_err < 0 ? -fi_err : fi_err) {
+	case 0: return 0;
+	case FI_EAGAIN: return -RPCRDMA_ERR_AGAIN;
+	case FI_ENOMEM: return -RPCRDMA_ERR_NOMEM;
+	case FI_ETIMEDOUT: return -RPCRDMA_ERR_TIMEDOUT;
+	case FI_ECONNREFUSED: return -RPCRDMA_ERR_REFUSED;
+	case FI_ECANCELED:
+	case FI_ECONNRESET:
+	case FI_ECONNABORTED:
+	case FI_ENOTCONN:
+	case FI_ESHUTDOWN: return -RPCRDMA_ERR_DISCONN;
+	case FI_EACCES:
+	case FI_EKEYREJECTED:
+	case FI_EPERM: return -RPCRDMA_ERR_ACCESS;
+	case FI_EINVAL: return -RPCRDMA_ERR_INVAL;
+	case FI_EADDRNOTAVAIL:
+	case FI_EADDRINUSE:
+	case FI_ENODATA: return -RPCRDMA_ERR_ADDR;
+	default: return -RPCRDMA_ERR_IO;
+	}
+}
+
+void rpcrdma__fab_set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+	if (err && errlen)
+		snprintf(err, errlen, fmt, a, b);
+}
+
+/* ---- completions ---- */
+
+static void peer_check(struct fab_ep *e, struct rpcrdma__sink *s);
+
+void rpcrdma__fab_cq_error(struct fab_ep *e, struct rpcrdma__sink *s)
+{
+	struct fi_cq_err_entry err;
+
+	memset(&err, 0, sizeof(err));
+	if (fi_cq_readerr(e->cq, &err, 0) != 1)
+		return;
+	if (err.op_context == &e->ctrl.fctx || err.op_context == &e->ctrl.tx_fctx)
+		return;  /* control traffic of an endpoint being torn down */
+	/* libfabric's tcp reports some connection failures with no operation attached (a
+	 * peer killed mid-transfer): the connection is gone, after this batch */
+	if (!err.op_context) {
+		rpcrdma_log(RPCRDMA_LOG_INFO, "%s: connection error: %s",
+			    e->fp->base.caps.name, fi_strerror(err.err));
+		e->peer_gone = 1;
+		return;
+	}
+	/* the provider's own words for it, which our error code cannot carry */
+	if (rpcrdma_log_level() >= RPCRDMA_LOG_WARN && err.err != FI_ECANCELED) {
+		char buf[128];
+		const char *why = fi_cq_strerror(e->cq, err.prov_errno, err.err_data, buf,
+						 sizeof(buf));
+
+		rpcrdma_log(RPCRDMA_LOG_WARN, "%s: operation failed: %s (%s)",
+			    e->fp->base.caps.name, fi_strerror(err.err), why ? why : "");
+	}
+	rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)err.op_context,
+			    rpcrdma__fab_map_err(err.err), 0, s);
+}
+
+/* ---- peers in this process ----
+ * With both ends of a shm connection in one process (a program that calls itself),
+ * libfabric 1.17's shm reaches the peer's region through the peer endpoint's own mapping,
+ * which goes when that endpoint is closed: a post or a completion after that touches
+ * unmapped memory. So this process keeps a list of its live shm endpoints; an endpoint
+ * whose peer is one of them holds the list's read lock around each libfabric call and
+ * goes ahead only while the peer is listed, and an endpoint leaves the list (write lock,
+ * so no such call is under way) before libfabric frees its region. */
+static pthread_rwlock_t local_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct fab_ep *local_eps;
+
+void rpcrdma__fab_local_add(struct fab_ep *e)
+{
+	e->own_name_len = sizeof(e->own_name);
+	if (fi_getname(&e->ep->fid, e->own_name, &e->own_name_len) ||
+	    e->own_name_len > sizeof(e->own_name))
+		return;
+	pthread_rwlock_wrlock(&local_lock);
+	e->local_next = local_eps;
+	local_eps = e;
+	e->local_listed = 1;
+	pthread_rwlock_unlock(&local_lock);
+}
+
+static void local_remove(struct fab_ep *e)
+{
+	struct fab_ep **pp;
+
+	if (!e->local_listed)
+		return;
+	pthread_rwlock_wrlock(&local_lock);
+	for (pp = &local_eps; *pp; pp = &(*pp)->local_next) {
+		if (*pp == e) {
+			*pp = e->local_next;
+			break;
+		}
+	}
+	e->local_listed = 0;
+	pthread_rwlock_unlock(&local_lock);
+}
+
+void rpcrdma__fab_local_peer_set(struct fab_ep *e, const void *name, size_t len, uint32_t pid)
+{
+	if (pid != (uint32_t)getpid() || len > sizeof(e->peer_name))
+		return;
+	memcpy(e->peer_name, name, len);
+	e->peer_name_len = len;
+	e->peer_local = 1;
+}
+
+/* Before a libfabric call on e: 0 to go ahead (then rpcrdma__fab_local_leave() after it), -1 when
+ * the peer, in this process, has closed. */
+int rpcrdma__fab_local_enter(struct fab_ep *e)
+{
+	struct fab_ep *p;
+
+	if (!e->peer_local)
+		return 0;
+	pthread_rwlock_rdlock(&local_lock);
+	for (p = local_eps; p; p = p->local_next)
+		if (p->own_name_len == e->peer_name_len &&
+		    !memcmp(p->own_name, e->peer_name, e->peer_name_len))
+			return 0;
+	pthread_rwlock_unlock(&local_lock);
+	return -1;
+}
+
+void rpcrdma__fab_local_leave(struct fab_ep *e)
+{
+	if (e->peer_local)
+		pthread_rwlock_unlock(&local_lock);
+}
+
+/* Read the CQ until it is empty; completions go to s first, the stash after. A peer's
+ * DISCONNECT is acted on only after the whole batch: tearing down frees the outstanding
+ * ops, and later entries of the same batch may still name them. */
+void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
+{
+	struct fi_cq_msg_entry ent[CQ_BATCH];
+	ssize_t n, i;
+
+	while (e->cq) {
+		if (e->peer_gone) {
+			e->peer_gone = 0;
+			rpcrdma__fab_lose_connection(e, s);
+		}
+		if (e->ep && rpcrdma__fab_local_enter(e)) {
+			if (!e->base.connected)
+				return;   /* being torn down already (rpcrdma__fab_lose_connection) */
+			rpcrdma__fab_lose_connection(e, s);
+			continue;
+		}
+		busy_begin(e);
+		n = fi_cq_read(e->cq, ent, CQ_BATCH);
+		busy_end(e);
+		if (e->ep)
+			rpcrdma__fab_local_leave(e);
+		if (n == -FI_EAVAIL) {
+			rpcrdma__fab_cq_error(e, s);
+			continue;
+		}
+		if (n <= 0)
+			return;
+		for (i = 0; i < n; i++) {
+			if (ent[i].op_context == &e->ctrl.fctx)
+				rpcrdma__fab_handle_ctrl(e, ent[i].len);
+			else if (ent[i].op_context == &e->ctrl.tx_fctx)
+				continue;  /* a control send finishing late */
+			else if (ent[i].op_context)   /* none is ours without one */
+				rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)ent[i].op_context, 0,
+						    (uint32_t)ent[i].len, s);
+		}
+	}
+}
+
+static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
+{
+	struct fi_eq_cm_entry ent;
+	uint32_t event;
+	ssize_t rc;
+
+	if (!e->eq || !e->ep)
+		return;
+	rc = fi_eq_read(e->eq, &event, &ent, sizeof(ent), 0);
+	if (rc == -FI_EAVAIL) {
+		struct fi_eq_err_entry err;
+
+		memset(&err, 0, sizeof(err));
+		fi_eq_readerr(e->eq, &err, 0);
+		rpcrdma__fab_lose_connection(e, s);
+	} else if (rc >= 0 && event == FI_SHUTDOWN) {
+		rpcrdma__fab_lose_connection(e, s);
+	}
+}
+
+/* The connection is gone: let libfabric finish what it can, close the endpoint so it
+ * touches nothing more, then complete everything still outstanding with DISCONN. */
+void rpcrdma__fab_lose_connection(struct fab_ep *e, struct rpcrdma__sink *s)
+{
+	if (!e->ep)
+		return;
+	e->base.connected = 0;
+	rpcrdma__fab_cq_drain(e, s);
+	local_remove(e);
+	fi_close(&e->ep->fid);
+	e->ep = NULL;
+	rpcrdma__fab_cq_drain(e, s);
+	rpcrdma__opq_fail_all(&e->q, s);
+}
+
+/* ---- endpoints: creation ---- */
+
+static int add_wait_fd(struct fab_ep *e, struct fid *fid)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd;
+
+	if (fi_control(fid, FI_GETWAIT, &fd))
+		return -1;
+	ev.data.fd = fd;
+	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int open_cq(struct fab_ep *e)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD };
+
+	attr.size = e->fp->base.caps.tx_depth + e->fp->base.caps.rx_depth + 8;
+	if (e->fp->base.caps.has_fd && fi_cq_open(e->fp->domain, &attr, &e->cq, e) == 0)
+		return 0;
+	attr.wait_obj = FI_WAIT_NONE;
+	return rpcrdma__fab_map_err(fi_cq_open(e->fp->domain, &attr, &e->cq, e));
+}
+
+static struct fab_ep *ep_alloc(struct fab_prov *fp)
+{
+	struct fab_ep *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->base.prov = &fp->base;
+	e->fp = fp;
+	e->epfd = -1;
+	e->pidfd = -1;
+	if (rpcrdma__opq_init(&e->q, fp->base.caps.tx_depth, fp->base.caps.rx_depth)) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+void rpcrdma__fab_lst_unlink(struct fab_ep *e)
+{
+	if (!e->lst)
+		return;
+	if (e->lst_prev)
+		e->lst_prev->lst_next = e->lst_next;
+	else
+		e->lst->accepted = e->lst_next;
+	if (e->lst_next)
+		e->lst_next->lst_prev = e->lst_prev;
+	e->lst = NULL;
+}
+
+
+void rpcrdma__fab_ep_free(struct fab_ep *e)
+{
+	rpcrdma__fab_wd_unwatch(e);
+	rpcrdma__fab_lst_unlink(e);
+	local_remove(e);
+	if (e->ep)
+		fi_close(&e->ep->fid);
+	if (e->ctrl.mr)
+		rpcrdma__fab_mr_dereg(&e->ctrl.mr->base);
+	if (e->av)
+		fi_close(&e->av->fid);
+	if (e->cq)
+		fi_close(&e->cq->fid);
+	if (e->eq)
+		fi_close(&e->eq->fid);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	if (e->pidfd >= 0)
+		close(e->pidfd);
+	rpcrdma__opq_free(&e->q);
+	free(e);
+}
+
+/* Endpoint, CQ and (MSG) EQ or (RDM) AV, bound and enabled; the wait fds in an epoll.
+ * name (RDM listeners) is set as the endpoint's address before it is enabled. */
+int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *name,
+		   struct fab_ep **out)
+{
+	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_FD };
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	struct fab_ep *e = ep_alloc(fp);
+	int rc;
+
+	if (!e)
+		return -RPCRDMA_ERR_NOMEM;
+	rc = open_cq(e);
+	if (rc)
+		goto out_free;
+	rc = rpcrdma__fab_map_err(fi_endpoint(fp->domain, info, &e->ep, e));
+	if (rc)
+		goto out_free;
+	rc = rpcrdma__fab_map_err(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV));
+	if (rc)
+		goto out_free;
+	if (fp->rdm) {
+		rc = rpcrdma__fab_map_err(fi_av_open(fp->domain, &ava, &e->av, NULL));
+		if (!rc)
+			rc = rpcrdma__fab_map_err(fi_ep_bind(e->ep, &e->av->fid, 0));
+	} else {
+		rc = rpcrdma__fab_map_err(fi_eq_open(fp->fabric, &eqa, &e->eq, NULL));
+		if (!rc)
+			rc = rpcrdma__fab_map_err(fi_ep_bind(e->ep, &e->eq->fid, 0));
+	}
+	if (!rc && name)
+		rc = rpcrdma__fab_map_err(fi_setname(&e->ep->fid, (void *)name, strlen(name) + 1));
+	if (rc)
+		goto out_free;
+	rc = rpcrdma__fab_map_err(fi_enable(e->ep));
+	if (rc)
+		goto out_free;
+	if (fp->base.caps.has_fd) {
+		e->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (e->epfd < 0 || add_wait_fd(e, &e->cq->fid) ||
+		    (e->eq && add_wait_fd(e, &e->eq->fid))) {
+			rc = -RPCRDMA_ERR_IO;
+			goto out_free;
+		}
+	}
+	*out = e;
+	return 0;
+out_free:
+	rpcrdma__fab_ep_free(e);
+	return rc;
+}
+
+/* ---- waiting ---- */
+
+/* Without a wait fd (shm) the only way to progress is to poll, and the target of an
+ * RDMA operation moves it only while it polls, though it sees no completion of its own.
+ * So a wait yields the CPU without sleeping for its first BUSY_MS, which covers any
+ * exchange in progress, and only then sleeps briefly between polls (an idle peer). */
+#define BUSY_MS 100
+
+void rpcrdma__fab_backoff(unsigned *spins)
+{
+	static __thread int64_t busy_until;
+	struct timespec ts = { 0, 20000 };
+
+	if (*spins == 0)
+		busy_until = rpcrdma__now_ms() + BUSY_MS;
+	if (++*spins < 64 || rpcrdma__now_ms() < busy_until) {
+		sched_yield();
+		return;
+	}
+	nanosleep(&ts, NULL);
+}
+
+static int fd_wait(struct fab_ep *e, int timeout_ms)
+{
+	struct fid *fids[2] = { &e->cq->fid, e->eq ? &e->eq->fid : NULL };
+	struct epoll_event ev;
+	int n;
+
+	if (fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) != FI_SUCCESS)
+		return 0;
+	do
+		n = epoll_wait(e->epfd, &ev, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	return n > 0 ? 0 : -RPCRDMA_ERR_TIMEDOUT;
+}
+
+int rpcrdma__fab_wait(struct rpcrdma_ep *base, int timeout_ms)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+	unsigned spins = 0;
+
+	for (;;) {
+		rpcrdma__fab_cq_drain(e, NULL);
+		eq_check(e, NULL);
+		peer_check(e, NULL);
+		if (e->q.stash.n)
+			return 0;
+		if (!e->ep)
+			return -RPCRDMA_ERR_DISCONN;
+		if (rpcrdma__now_ms() >= deadline)
+			return -RPCRDMA_ERR_TIMEDOUT;
+		if (e->epfd >= 0 && ++spins > SPIN_BEFORE_BLOCK) {
+			int64_t left = deadline - rpcrdma__now_ms();
+
+			if (fd_wait(e, left > 100 ? 100 : (int)(left < 0 ? 0 : left)) == 0)
+				continue;
+		} else if (e->epfd < 0) {
+			rpcrdma__fab_backoff(&spins);
+		}
+	}
+}
+
+/* An emulated connection's peer that ended without a word (SIGKILL) is gone all the
+ * same: looked at every PEER_CHECK_MS while the endpoint is idle. */
+static void peer_check(struct fab_ep *e, struct rpcrdma__sink *s)
+{
+	int64_t now;
+
+	if ((e->pidfd < 0 && !e->peer_pid) || !e->ep)
+		return;
+	now = rpcrdma__now_ms();
+	if (now - e->peer_checked < PEER_CHECK_MS)
+		return;
+	e->peer_checked = now;
+	if (e->pidfd >= 0 ? rpcrdma__pid_gone(e->pidfd) : !rpcrdma__pid_exists(e->peer_pid))
+		rpcrdma__fab_lose_connection(e, s);
+}
+
+int rpcrdma__fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+	struct rpcrdma__sink s = { out, max, 0 };
+
+	s.n = rpcrdma__opq_pop(&e->q, out, max);
+	if (s.n < max) {
+		rpcrdma__fab_cq_drain(e, &s);
+		if (s.n == 0)
+			eq_check(e, &s);
+		if (s.n == 0)
+			peer_check(e, &s);
+	}
+	return s.n;
+}
+
+int rpcrdma__fab_ep_fd(const struct rpcrdma_ep *base)
+{
+	return ((const struct fab_ep *)base)->epfd;
+}
+
+/* Connected endpoints know their peer's socket address; emulated ones (shm) do not. */
+int rpcrdma__fab_peer_addr(struct rpcrdma_ep *base, void *addr, size_t *len)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	if (!e->ep || e->av)
+		return -RPCRDMA_ERR_NOPROV;
+	return fi_getpeer(e->ep, addr, len) ? -RPCRDMA_ERR_NOPROV : 0;
+}
+
+/* Our name and the peer's: socket addresses on MSG endpoints, the emulated endpoint
+ * names on RDM ones (the peer's from the address vector). */
+int rpcrdma__fab_names(struct rpcrdma_ep *base, void *local, size_t *llen, void *peer,
+		     size_t *plen)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	if (!e->ep || fi_getname(&e->ep->fid, local, llen))
+		return -RPCRDMA_ERR_NOPROV;
+	if (e->av)
+		return fi_av_lookup(e->av, e->peer, peer, plen) ? -RPCRDMA_ERR_NOPROV : 0;
+	return fi_getpeer(e->ep, peer, plen) ? -RPCRDMA_ERR_NOPROV : 0;
+}
+
+/* ---- posting ---- */
+
+/* shm keeps a spin lock in each process's shared region and takes the peer's to post to
+ * it; a peer killed while holding its own lock (it does while it polls) would make every
+ * later post to it spin forever. So a post to an emulated connection's peer first looks
+ * whether that process still lives, and a dead one ends the connection instead. A peer
+ * killed in the microseconds between this look and the post can still hold us: that
+ * residue is libfabric shm's (docs/PROVIDERS.md). */
+int rpcrdma__fab_peer_alive_now(struct fab_ep *e)
+{
+	int gone;
+
+	if (!e->ep || (e->pidfd < 0 && !e->peer_pid))
+		return e->ep != NULL;
+	gone = e->pidfd >= 0 ? rpcrdma__pid_gone(e->pidfd) : !rpcrdma__pid_exists(e->peer_pid);
+	if (gone)
+		rpcrdma__fab_lose_connection(e, NULL);
+	return !gone;
+}
+
+
+static void *sge_desc(struct rpcrdma_mr *mr)
+{
+	return ((struct fab_mr *)mr)->desc;
+}
+
+/* One libfabric call per piece (rpcrdma__post_fn). */
+static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
+		      struct rpcrdma_mr *mr, uint64_t raddr, uint32_t key, struct rpcrdma__piece *pc)
+{
+	struct fab_ep *e = impl;
+	void *desc = sge_desc(mr), *fctx = pc->ctx;
+	ssize_t rc;
+
+	if (opcode == RPCRDMA_OP_RECV && e->fp->rdm)
+		POST_RETRY(e, rc, fi_trecv(e->ep, laddr, len, desc, e->peer, TAG_DATA, 0, fctx));
+	else if (opcode == RPCRDMA_OP_RECV)
+		POST_RETRY(e, rc, fi_recv(e->ep, laddr, len, desc, 0, fctx));
+	else if (opcode == RPCRDMA_OP_SEND && e->fp->rdm)
+		POST_RETRY(e, rc, fi_tsend(e->ep, laddr, len, desc, e->peer, TAG_DATA, fctx));
+	else if (opcode == RPCRDMA_OP_SEND)
+		POST_RETRY(e, rc, fi_send(e->ep, laddr, len, desc, 0, fctx));
+	else if (opcode == RPCRDMA_OP_READ)
+		POST_RETRY(e, rc, fi_read(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
+	else
+		POST_RETRY(e, rc, fi_write(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
+	if (rc)
+		return e->ep ? rpcrdma__fab_map_err((int)rc) : -RPCRDMA_ERR_DISCONN;
+	return 0;
+}
+
+int rpcrdma__fab_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	return rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_RECV, sge, ctx, post_piece, e);
+}
+
+int rpcrdma__fab_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	return rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_SEND, sge, ctx, post_piece, e);
+}
+
+int rpcrdma__fab_post_rma(struct rpcrdma_ep *base, uint32_t opcode, const struct rpcrdma_sge *l,
+			uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr, void *ctx)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	return rpcrdma__post_rma(&e->q, e->ep != NULL, opcode, l, nl, r, nr, ctx, post_piece, e);
+}
+
+_Static_assert(sizeof(struct fi_context2) <= RPCRDMA__PIECE_CTX, "a piece holds fi_context2");
+
+/* ---- memory ---- */
+
+static uint64_t fi_access(unsigned access)
+{
+	uint64_t a = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+
+	if (access & RPCRDMA_ACC_REMOTE_READ)
+		a |= FI_REMOTE_READ;
+	if (access & RPCRDMA_ACC_REMOTE_WRITE)
+		a |= FI_REMOTE_WRITE;
+	return a;
+}
+
+static int reg_with_our_key(struct fab_prov *fp, struct fab_mr *m, uint64_t access)
+{
+	int tries, rc = -FI_ENOKEY;
+
+	for (tries = 0; tries < 16 && rc == -FI_ENOKEY; tries++) {
+		m->key = rpcrdma__key_new(&fp->keys);
+		rc = fi_mr_reg(fp->domain, m->base.addr, m->base.len, access, 0, m->key, 0, &m->mr,
+			       NULL);
+	}
+	return rpcrdma__fab_map_err(rc);
+}
+
+static int reg_with_prov_key(struct fab_prov *fp, struct fab_mr *m, uint64_t access)
+{
+	int rc = fi_mr_reg(fp->domain, m->base.addr, m->base.len, access, 0, 0, 0, &m->mr, NULL);
+
+	if (rc)
+		return rpcrdma__fab_map_err(rc);
+	m->key = fi_mr_key(m->mr);
+	if (m->key > UINT32_MAX) {
+		fi_close(&m->mr->fid);
+		return -RPCRDMA_ERR_RANGE;  /* RFC 5666 §2: handles are 32 bits */
+	}
+	return 0;
+}
+
+int rpcrdma__fab_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
+		      struct rpcrdma_mr **out)
+{
+	struct fab_prov *fp = (struct fab_prov *)p;
+	struct fab_mr *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (!m)
+		return -RPCRDMA_ERR_NOMEM;
+	m->base.addr = addr;
+	m->base.len = len;
+	m->base.access = access;
+	m->base.prov = p;
+	if (fp->mr_mode & FI_MR_PROV_KEY)
+		rc = reg_with_prov_key(fp, m, fi_access(access));
+	else
+		rc = reg_with_our_key(fp, m, fi_access(access));
+	if (rc) {
+		free(m);
+		return rc;
+	}
+	m->desc = fi_mr_desc(m->mr);
+	m->base.handle = (uint32_t)m->key;
+	m->base.offset = (fp->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)addr : 0;
+	*out = &m->base;
+	return 0;
+}
+
+int rpcrdma__fab_mr_dereg(struct rpcrdma_mr *base)
+{
+	struct fab_mr *m = (struct fab_mr *)base;
+	struct fab_prov *fp = (struct fab_prov *)base->prov;
+	int rc = rpcrdma__fab_map_err(fi_close(&m->mr->fid));
+
+	if (!(fp->mr_mode & FI_MR_PROV_KEY))
+		rpcrdma__key_release(&fp->keys, (uint32_t)m->key);
+	free(m);
+	return rc;
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Internal to the libfabric provider (prov_fabric.c, fabric_ep.c, fabric_msg.c,
+ * fabric_rdm.c): its types and what its files use of each other. */
+#ifndef RPCRDMA_FABRIC_INT_H
+#define RPCRDMA_FABRIC_INT_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "prov_int.h"
+#include "prov_opq.h"
+#include "tcp_reap.h"
+
+#define FAB_VERSION FI_VERSION(1, 17)
+#define TAG_DATA 0x5250435244415441ull  /* "RPCRDATA" */
+#define TAG_CTRL 0x52504352434f4e4eull  /* "RPCRCONN" */
+#define CTRL_MAGIC 0x5252434du
+#define CTRL_NAME_MAX 96
+#define CTRL_F_PID 0x01u           /* the sender's process id follows the header */
+#define CTRL_MAX (12 + CTRL_NAME_MAX + RPCRDMA_PDATA_MAX)
+#define PEER_CHECK_MS 50           /* how often an emulated connection looks at its peer */
+#define REAP_EVERY_MS 1000         /* how often a tcp listener looks for lost sockets */
+#define CQ_BATCH 16
+#define DEPTH_CAP 1024u
+#define REJECT_MARK "RJCT"
+/* Polls before sleeping on the wait fd: a reply often arrives within microseconds, and
+ * a sleep and wake-up costs tens of them. */
+#define SPIN_BEFORE_BLOCK 200
+
+enum ctrl_type { CTRL_CONNREQ = 1, CTRL_ACCEPT, CTRL_REJECT, CTRL_DISCONNECT };
+
+struct fab_prov {
+	struct rpcrdma_prov base;
+	struct fi_info *info;        /* template for endpoints */
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	int rdm;
+	uint64_t mr_mode;
+	struct rpcrdma__keys keys;
+};
+
+struct fab_mr {
+	struct rpcrdma_mr base;
+	struct fid_mr *mr;
+	void *desc;
+	uint64_t key;
+};
+
+/* Control message buffers (RDM only), one registration: a receive always posted, and
+ * one send at a time (ctrl_send waits for it; after a time-out the endpoint is closed
+ * before the buffer can be reused or freed). */
+struct fab_ctrl {
+	struct fi_context2 fctx;     /* the receive */
+	struct fi_context2 tx_fctx;
+	uint8_t buf[CTRL_MAX];
+	uint8_t tx[CTRL_MAX];
+	struct fab_mr *mr;
+};
+
+struct fab_ep {
+	struct rpcrdma_ep base;
+	struct fab_prov *fp;
+	struct fid_ep *ep;           /* NULL once the connection is gone */
+	struct fid_cq *cq;
+	struct fid_eq *eq;           /* MSG */
+	struct fid_av *av;           /* RDM */
+	fi_addr_t peer;              /* RDM: the peer's address; MSG: unused */
+	int epfd;                    /* epoll over the wait fds, or -1 */
+	struct rpcrdma__opq q;       /* outstanding operations, kept completions */
+	int peer_gone;               /* teardown pending: RDM's DISCONNECT received, or an
+					error with no operation (tcp) */
+	int pidfd;                   /* RDM: the peer process, readable once it ended; or -1 */
+	uint32_t peer_pid;           /* RDM: the peer process, for kernels without pidfd_open */
+	int64_t peer_checked;        /* RDM: when pidfd was last looked at */
+	void *own_hdr, *peer_hdr;    /* RDM: our and the peer's region headers, or NULL */
+	int64_t busy_since;          /* RDM: when the libfabric call under way began, or 0 */
+	int watched;                 /* RDM: in the watchdog's list */
+	int local_listed;            /* RDM: in this process's list of live endpoints */
+	int peer_local;              /* RDM: the peer is an endpoint of this process */
+	char own_name[CTRL_NAME_MAX], peer_name[CTRL_NAME_MAX];
+	size_t own_name_len, peer_name_len;
+	struct fab_ep *local_next;
+	struct fab_ep *wd_prev, *wd_next;
+	struct fab_listener *lst;    /* MSG: the listener that accepted it, while both live */
+	struct fab_ep *lst_prev, *lst_next;
+	struct rpcrdma__tcp_pair pair;   /* MSG: its two ends */
+	struct fab_ctrl ctrl;        /* RDM: control receive */
+};
+
+struct fab_listener {
+	struct rpcrdma_listener base;
+	struct fab_prov *fp;
+	struct fid_pep *pep;         /* MSG */
+	struct fid_eq *eq;           /* MSG */
+	struct fab_ep *lep;          /* RDM: the named endpoint */
+	int lockfd;                  /* RDM: holds the name while we live (shm_life.c) */
+	char name[40];               /* RDM */
+	struct fab_ep *accepted;     /* MSG: live connections it accepted */
+	struct rpcrdma__tcp_reaper reaper;   /* tcp: sockets the provider lost (tcp_reap.c) */
+	int64_t last_reap;
+};
+
+struct fab_connreq {
+	struct rpcrdma_connreq base;
+	struct fab_listener *l;
+	struct fi_info *info;        /* MSG: from FI_CONNREQ */
+	char name[CTRL_NAME_MAX];    /* RDM: the client's endpoint name */
+	size_t name_len;
+	uint32_t pid;                /* RDM: the client's process, 0 if it did not say */
+};
+
+extern const struct rpcrdma_prov_ops rpcrdma__fab_ops;
+
+/* Around each libfabric call on an endpoint the shm watchdog looks after (fabric_rdm.c). */
+static inline void busy_begin(struct fab_ep *e)
+{
+	if (e->watched)
+		__atomic_store_n(&e->busy_since, rpcrdma__now_ms(), __ATOMIC_RELEASE);
+}
+
+static inline void busy_end(struct fab_ep *e)
+{
+	if (e->watched)
+		__atomic_store_n(&e->busy_since, 0, __ATOMIC_RELEASE);
+}
+
+
+/* prov/fabric_ep.c: completions, endpoints, waiting, posting, memory */
+int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *name,
+			 struct fab_ep **out);
+int rpcrdma__fab_ep_fd(const struct rpcrdma_ep *base);
+int rpcrdma__fab_mr_dereg(struct rpcrdma_mr *base);
+int rpcrdma__fab_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
+			struct rpcrdma_mr **out);
+int rpcrdma__fab_names(struct rpcrdma_ep *base, void *local, size_t *llen, void *peer,
+		       size_t *plen);
+int rpcrdma__fab_peer_addr(struct rpcrdma_ep *base, void *addr, size_t *len);
+int rpcrdma__fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max);
+int rpcrdma__fab_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx);
+int rpcrdma__fab_post_rma(struct rpcrdma_ep *base, uint32_t opcode,
+			  const struct rpcrdma_sge *l, uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr, void *ctx);
+int rpcrdma__fab_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx);
+int rpcrdma__fab_wait(struct rpcrdma_ep *base, int timeout_ms);
+int rpcrdma__fab_local_enter(struct fab_ep *e);
+int rpcrdma__fab_map_err(int fi_err);
+int rpcrdma__fab_peer_alive_now(struct fab_ep *e);
+void rpcrdma__fab_backoff(unsigned *spins);
+void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s);
+void rpcrdma__fab_cq_error(struct fab_ep *e, struct rpcrdma__sink *s);
+void rpcrdma__fab_ep_free(struct fab_ep *e);
+void rpcrdma__fab_local_add(struct fab_ep *e);
+void rpcrdma__fab_local_leave(struct fab_ep *e);
+void rpcrdma__fab_local_peer_set(struct fab_ep *e, const void *name, size_t len, uint32_t pid);
+void rpcrdma__fab_lose_connection(struct fab_ep *e, struct rpcrdma__sink *s);
+void rpcrdma__fab_lst_unlink(struct fab_ep *e);
+void rpcrdma__fab_set_err(char *err, size_t errlen, const char *fmt, const char *a,
+			  const char *b);
+
+/* prov/fabric_rdm.c: emulated connections over FI_EP_RDM (shm), its lock watchdog */
+int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type,
+			   const void *pdata, size_t plen, int timeout_ms, int pidfd);
+int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len,
+			    int timeout_ms, struct fab_ep **out);
+int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata,
+			     size_t len, int timeout_ms, struct fab_ep **out);
+int rpcrdma__fab_rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r);
+int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l);
+void rpcrdma__fab_handle_ctrl(struct fab_ep *e, size_t len);
+void rpcrdma__fab_rdm_reject(struct fab_connreq *r, const void *pdata, size_t len);
+void rpcrdma__fab_wd_unwatch(struct fab_ep *e);
+
+/* prov/fabric_msg.c: native connections over FI_EP_MSG (tcp, verbs) */
+int rpcrdma__fab_msg_accept(struct fab_connreq *r, const void *pdata, size_t len,
+			    int timeout_ms, struct fab_ep **out);
+int rpcrdma__fab_msg_connect(struct fab_prov *fp, const char *host, uint16_t port,
+			     const void *pdata, size_t len, int timeout_ms, struct fab_ep **out);
+int rpcrdma__fab_msg_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r);
+int rpcrdma__fab_msg_listen(struct fab_prov *fp, const char *host, uint16_t port,
+			    struct fab_listener *l);
+void rpcrdma__fab_copy_pdata(uint8_t *dst, size_t *dlen, const void *src, size_t len);
+void rpcrdma__fab_remember_accepted(struct fab_listener *l, struct fab_ep *e);
+
+/* Retry a post that found libfabric's queue full, driving progress meanwhile, for at
+ * most POST_RETRY_MS: a peer that stops taking data must not hold the caller (a server's
+ * progress thread serves every connection). After that rc is still -FI_EAGAIN, which
+ * reaches the caller as -RPCRDMA_ERR_AGAIN: the engine waits and tries again later. */
+#define POST_RETRY_MS 2
+#define POST_RETRY(e, rc, call)                                                     \
+	do {                                                                        \
+		int64_t until_ = rpcrdma__now_ms() + POST_RETRY_MS;                 \
+		unsigned spins_ = 0;                                                \
+		for (;;) {                                                          \
+			if (!rpcrdma__fab_peer_alive_now(e) || rpcrdma__fab_local_enter(e)) { \
+				if (e->ep)                                          \
+					rpcrdma__fab_lose_connection((e), NULL);    \
+				(rc) = -FI_ENOTCONN;                                \
+				break;                                              \
+			}                                                           \
+			busy_begin(e);                                              \
+			(rc) = (call);                                              \
+			busy_end(e);                                                \
+			rpcrdma__fab_local_leave(e);                                \
+			if ((rc) != -FI_EAGAIN || rpcrdma__now_ms() >= until_)      \
+				break;                                              \
+			rpcrdma__fab_cq_drain((e), NULL);                           \
+			rpcrdma__fab_backoff(&spins_);                              \
+		}                                                                   \
+	} while (0)
+
+#endif

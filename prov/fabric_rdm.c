@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The libfabric provider: connections emulated over FI_EP_RDM (shm) with control
+ * messages, and the watchdog that frees a region lock whose holder died. */
+#include "fabric_int.h"
+
+/* ---- shm: processes killed holding a region's lock ----
+ *
+ * libfabric 1.17's shm keeps a spin lock in each endpoint's shared region: the owner
+ * takes it to progress, a peer to post to it. A process killed while holding one (it
+ * does while it polls or posts) leaves whoever needs that lock spinning for ever inside
+ * libfabric, and with it every connection that thread serves. rpcrdma__fab_peer_alive_now() keeps us
+ * from posting to a peer already dead; the watchdog covers the rest. Every libfabric call
+ * on an emulated endpoint is timed (busy_begin/_end); a call stuck for WD_DEAD_MS while
+ * the connection's peer is dead, or for WD_STUCK_MS in any case (a spin lock is held for
+ * microseconds, so its holder is dead or stopped), has the lock it waits for released:
+ * the peer region's if held, else our own. */
+#define WD_EVERY_MS 10
+#define WD_DEAD_MS 50
+#define WD_STUCK_MS 500
+
+static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fab_ep *wd_eps;
+static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
+
+static int peer_dead(const struct fab_ep *e)
+{
+	if (e->pidfd >= 0)
+		return rpcrdma__pid_gone(e->pidfd);
+	return e->peer_pid && !rpcrdma__pid_exists(e->peer_pid);
+}
+
+static void wd_check(struct fab_ep *e)
+{
+	int64_t since = __atomic_load_n(&e->busy_since, __ATOMIC_ACQUIRE), stuck;
+
+	if (!since)
+		return;
+	stuck = rpcrdma__now_ms() - since;
+	if (stuck < WD_DEAD_MS || (stuck < WD_STUCK_MS && !peer_dead(e)))
+		return;
+	if (rpcrdma__shm_region_unlock(e->peer_hdr) || rpcrdma__shm_region_unlock(e->own_hdr))
+		fprintf(stderr, "librpcrdma: shm: released a region lock held for %" PRId64
+				" ms (peer process %u %s)\n", stuck, e->peer_pid,
+			peer_dead(e) ? "dead" : "alive");
+}
+
+static void *watchdog(void *arg)
+{
+	struct timespec ts = { 0, WD_EVERY_MS * 1000000L };
+	struct fab_ep *e;
+
+	(void)arg;
+	for (;;) {
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&wd_lock);
+		for (e = wd_eps; e; e = e->wd_next)
+			wd_check(e);
+		pthread_mutex_unlock(&wd_lock);
+	}
+	return NULL;
+}
+
+static void wd_start(void)
+{
+	pthread_t t;
+	pthread_attr_t a;
+
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_create(&t, &a, watchdog, NULL);
+	pthread_attr_destroy(&a);
+}
+
+static void wd_list(struct fab_ep *e)
+{
+	if (e->watched || (!e->own_hdr && !e->peer_hdr))
+		return;
+	pthread_once(&wd_once, wd_start);
+	pthread_mutex_lock(&wd_lock);
+	e->wd_prev = NULL;
+	e->wd_next = wd_eps;
+	if (wd_eps)
+		wd_eps->wd_prev = e;
+	wd_eps = e;
+	e->watched = 1;
+	pthread_mutex_unlock(&wd_lock);
+}
+
+/* The region named by a provider name (len bytes, not NUL-terminated); pid 0 when its
+ * owner is not known yet (a listener). */
+static void *map_region(const void *name, size_t len, uint32_t pid)
+{
+	char buf[CTRL_NAME_MAX + 1];
+
+	if (len == 0 || len > CTRL_NAME_MAX)
+		return NULL;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	return rpcrdma__shm_region_map(buf, pid);
+}
+
+/* Our own region, once the endpoint is enabled. */
+static void wd_watch_own(struct fab_ep *e)
+{
+	char name[CTRL_NAME_MAX];
+	size_t len = sizeof(name);
+
+	if (!fi_getname(&e->ep->fid, name, &len))
+		e->own_hdr = map_region(name, len, (uint32_t)getpid());
+	wd_list(e);
+	rpcrdma__fab_local_add(e);
+}
+
+/* The peer's region (the listener's while connecting, the connection's after). */
+static void wd_watch_peer(struct fab_ep *e, const void *name, size_t len, uint32_t pid)
+{
+	void *hdr = map_region(name, len, pid);
+
+	rpcrdma__fab_local_peer_set(e, name, len, pid);
+	pthread_mutex_lock(&wd_lock);
+	rpcrdma__shm_region_unmap(e->peer_hdr);
+	e->peer_hdr = hdr;
+	pthread_mutex_unlock(&wd_lock);
+	wd_list(e);
+}
+
+void rpcrdma__fab_wd_unwatch(struct fab_ep *e)
+{
+	pthread_mutex_lock(&wd_lock);
+	if (e->watched) {
+		if (e->wd_prev)
+			e->wd_prev->wd_next = e->wd_next;
+		else
+			wd_eps = e->wd_next;
+		if (e->wd_next)
+			e->wd_next->wd_prev = e->wd_prev;
+		e->watched = 0;
+	}
+	pthread_mutex_unlock(&wd_lock);
+	rpcrdma__shm_region_unmap(e->peer_hdr);
+	rpcrdma__shm_region_unmap(e->own_hdr);
+	e->peer_hdr = e->own_hdr = NULL;
+}
+
+
+/* ---- RDM (emulated) connections ---- */
+
+struct ctrl_view {
+	uint32_t type;
+	uint32_t pid;
+	const uint8_t *name;
+	size_t name_len;
+	const uint8_t *pdata;
+	size_t pdata_len;
+};
+
+/* magic (4), type, name length, private data length, flags; with CTRL_F_PID the sender's
+ * process id (4, big-endian); the name; the private data */
+static size_t ctrl_encode(uint8_t *buf, uint32_t type, const void *name, size_t name_len,
+			  const void *pdata, size_t pdata_len)
+{
+	uint32_t pid = (uint32_t)getpid();
+
+	buf[0] = (uint8_t)(CTRL_MAGIC >> 24);
+	buf[1] = (uint8_t)(CTRL_MAGIC >> 16);
+	buf[2] = (uint8_t)(CTRL_MAGIC >> 8);
+	buf[3] = (uint8_t)CTRL_MAGIC;
+	buf[4] = (uint8_t)type;
+	buf[5] = (uint8_t)name_len;
+	buf[6] = (uint8_t)pdata_len;
+	buf[7] = CTRL_F_PID;
+	buf[8] = (uint8_t)(pid >> 24);
+	buf[9] = (uint8_t)(pid >> 16);
+	buf[10] = (uint8_t)(pid >> 8);
+	buf[11] = (uint8_t)pid;
+	if (name_len)
+		memcpy(buf + 12, name, name_len);
+	if (pdata_len)
+		memcpy(buf + 12 + name_len, pdata, pdata_len);
+	return 12 + name_len + pdata_len;
+}
+
+/* Control messages come from peers we do not trust more than any other: checked. */
+static int ctrl_decode(const uint8_t *buf, size_t len, struct ctrl_view *v)
+{
+	if (len < 8 || buf[0] != (uint8_t)(CTRL_MAGIC >> 24) || buf[1] != (uint8_t)(CTRL_MAGIC >> 16) ||
+	    buf[2] != (uint8_t)(CTRL_MAGIC >> 8) || buf[3] != (uint8_t)CTRL_MAGIC)
+		return -1;
+	size_t hdr = buf[7] & CTRL_F_PID ? 12 : 8;
+
+	v->type = buf[4];
+	v->name_len = buf[5];
+	v->pdata_len = buf[6];
+	if (v->name_len > CTRL_NAME_MAX || v->pdata_len > RPCRDMA_PDATA_MAX ||
+	    hdr + v->name_len + v->pdata_len > len)
+		return -1;
+	v->pid = hdr == 12 ? (uint32_t)buf[8] << 24 | (uint32_t)buf[9] << 16 |
+			     (uint32_t)buf[10] << 8 | buf[11] : 0;
+	v->name = buf + hdr;
+	v->pdata = buf + hdr + v->name_len;
+	return 0;
+}
+
+static int ctrl_post_recv(struct fab_ep *e)
+{
+	ssize_t rc;
+
+	POST_RETRY(e, rc, fi_trecv(e->ep, e->ctrl.buf, CTRL_MAX, e->ctrl.mr->desc, FI_ADDR_UNSPEC,
+				   TAG_CTRL, 0, &e->ctrl.fctx));
+	return rpcrdma__fab_map_err((int)rc);
+}
+
+static int ctrl_setup(struct fab_ep *e)
+{
+	struct rpcrdma_mr *mr;
+	int rc = rpcrdma__fab_mr_reg(&e->fp->base, &e->ctrl, sizeof(e->ctrl), RPCRDMA_ACC_LOCAL, &mr);
+
+	if (rc)
+		return rc;
+	e->ctrl.mr = (struct fab_mr *)mr;
+	return ctrl_post_recv(e);
+}
+
+/* Read and dispatch one completion (driving progress); 1 if it was the one wanted. */
+static int ctrl_progress(struct fab_ep *e, const void *want)
+{
+	struct fi_cq_msg_entry ent;
+	ssize_t n;
+
+	if (rpcrdma__fab_local_enter(e))
+		return -1;   /* the peer, in this process, has closed */
+	busy_begin(e);
+	n = fi_cq_read(e->cq, &ent, 1);
+	busy_end(e);
+	rpcrdma__fab_local_leave(e);
+
+	if (n == 1 && ent.op_context == want)
+		return 1;
+	if (n == 1 && ent.op_context == &e->ctrl.fctx)
+		rpcrdma__fab_handle_ctrl(e, ent.len);
+	else if (n == 1 && ent.op_context && ent.op_context != &e->ctrl.tx_fctx)
+		rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)ent.op_context, 0,
+				    (uint32_t)ent.len, NULL);
+	else if (n == -FI_EAVAIL)
+		rpcrdma__fab_cq_error(e, NULL);
+	return 0;
+}
+
+/* Send one control message and wait (bounded) for it to leave; other completions met
+ * meanwhile are handled as usual. A peer that ends meanwhile (pidfd >= 0 watches it)
+ * ends the wait: a dead peer's queue stays full, and nobody else may wait behind it. */
+int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const void *pdata,
+		     size_t plen, int timeout_ms, int pidfd)
+{
+	int64_t deadline = rpcrdma__now_ms() + timeout_ms;
+	uint8_t name[CTRL_NAME_MAX];
+	size_t name_len = sizeof(name), len;
+	unsigned spins = 0;
+	int rc, done = 0;
+
+	if (fi_getname(&e->ep->fid, name, &name_len) || name_len > CTRL_NAME_MAX)
+		name_len = 0;
+	len = ctrl_encode(e->ctrl.tx, type, name, name_len, pdata, plen);
+	for (;;) {
+		if (to == e->peer && rpcrdma__fab_local_enter(e))
+			return -RPCRDMA_ERR_DISCONN;
+		busy_begin(e);
+		rc = (int)fi_tsend(e->ep, e->ctrl.tx, len, e->ctrl.mr->desc, to, TAG_CTRL,
+				   &e->ctrl.tx_fctx);
+		busy_end(e);
+		if (to == e->peer)
+			rpcrdma__fab_local_leave(e);
+		if (rc != -FI_EAGAIN || !e->ep || rpcrdma__now_ms() >= deadline)
+			break;
+		if (rpcrdma__pid_gone(pidfd))
+			return -RPCRDMA_ERR_DISCONN;
+		if (ctrl_progress(e, NULL) < 0)
+			return -RPCRDMA_ERR_DISCONN;
+		rpcrdma__fab_backoff(&spins);
+	}
+	rc = rc == -FI_EAGAIN ? -RPCRDMA_ERR_TIMEDOUT : rpcrdma__fab_map_err(rc);
+	while (!rc && !done && e->ep && rpcrdma__now_ms() < deadline) {
+		done = ctrl_progress(e, &e->ctrl.tx_fctx);
+		if (done < 0)
+			return -RPCRDMA_ERR_DISCONN;
+		if (!done && rpcrdma__pid_gone(pidfd))
+			return -RPCRDMA_ERR_DISCONN;
+	}
+	if (!rc && !done)
+		rc = e->ep ? -RPCRDMA_ERR_TIMEDOUT : -RPCRDMA_ERR_DISCONN;
+	return rc;
+}
+
+void rpcrdma__fab_handle_ctrl(struct fab_ep *e, size_t len)
+{
+	struct ctrl_view v;
+
+	if (ctrl_decode(e->ctrl.buf, len, &v) == 0 && v.type == CTRL_DISCONNECT &&
+	    e->base.connected) {
+		e->peer_gone = 1;  /* rpcrdma__fab_cq_drain tears down once the current batch is done */
+		return;
+	}
+	if (e->ep)
+		ctrl_post_recv(e);
+}
+
+/* A peer's name is exactly the bytes its control message declared (a trailing NUL,
+ * which fi_getname includes, is allowed), never more. */
+static int av_insert_name(struct fab_ep *e, const void *name, size_t len, fi_addr_t *out)
+{
+	char buf[CTRL_NAME_MAX + 1];
+
+	if (len == 0 || len > CTRL_NAME_MAX)
+		return -RPCRDMA_ERR_ADDR;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	return fi_av_insert(e->av, buf, 1, out, 0, NULL) == 1 ? 0 : -RPCRDMA_ERR_ADDR;
+}
+
+/* The listener's address is a fixed function of the port, set on its endpoint
+ * (fi_setname), so that a client needs only the port, as with TCP. */
+static void rdm_listener_name(uint16_t port, char *buf, size_t len)
+{
+	snprintf(buf, len, "fi_shm://rpcrdma_%u", port);
+}
+
+/* The named endpoint for port p, its name claimed first (a live listener keeps it; a
+ * dead one's region is removed: shm_life.c). */
+static int rdm_listen_on(struct fab_prov *fp, uint16_t p, struct fab_listener *l)
+{
+	struct fi_info *info;
+	int rc;
+
+	rdm_listener_name(p, l->name, sizeof(l->name));
+	rc = rpcrdma__shm_name_claim(l->name, &l->lockfd);
+	if (rc)
+		return rc;
+	info = fi_dupinfo(fp->info);
+	if (!info)
+		rc = -RPCRDMA_ERR_NOMEM;
+	else
+		rc = rpcrdma__fab_ep_open(fp, info, l->name, &l->lep);
+	fi_freeinfo(info);
+	if (rc) {
+		rpcrdma__shm_name_release(l->name, l->lockfd);
+		l->lockfd = -1;
+	}
+	return rc == -RPCRDMA_ERR_IO ? -RPCRDMA_ERR_ADDR : rc;
+}
+
+int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l)
+{
+	int rc = 0, tries;
+
+	rpcrdma__shm_reap();
+	for (tries = 0; tries < 32; tries++) {
+		uint16_t p = port ? port : (uint16_t)(49152 + rpcrdma__key_new(&fp->keys) % 16384);
+
+		rc = rdm_listen_on(fp, p, l);
+		if (!rc) {
+			l->base.port = p;
+			break;
+		}
+		if (port)
+			return rc;
+	}
+	if (rc)
+		return rc;
+	l->lep->base.connected = 1;
+	rc = ctrl_setup(l->lep);
+	if (!rc)
+		wd_watch_own(l->lep);
+	return rc;
+}
+
+/* Wait for a control message of one of the wanted types (a bit per type); others are
+ * dropped. The view points into the receive buffer: the caller copies what it needs,
+ * then re-posts the receive. Requests and acceptances must name their sender. */
+static int ctrl_wait(struct fab_ep *e, int timeout_ms, uint32_t want, struct ctrl_view *v)
+{
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+	struct fi_cq_msg_entry ent;
+	unsigned spins = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		busy_begin(e);
+		n = fi_cq_read(e->cq, &ent, 1);
+		busy_end(e);
+
+		if (n == 1 && ent.op_context == &e->ctrl.fctx) {
+			if (ctrl_decode(e->ctrl.buf, ent.len, v) == 0 && v->type < 32 &&
+			    (want & (1u << v->type)) &&
+			    (v->name_len > 0 || (v->type != CTRL_CONNREQ && v->type != CTRL_ACCEPT)))
+				return 0;
+			ctrl_post_recv(e);
+		} else if (n == -FI_EAVAIL) {
+			rpcrdma__fab_cq_error(e, NULL);
+		}
+		if (rpcrdma__now_ms() >= deadline)
+			return -RPCRDMA_ERR_TIMEDOUT;
+		rpcrdma__fab_backoff(&spins);
+	}
+}
+
+int rpcrdma__fab_rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r)
+{
+	struct ctrl_view v;
+	int rc = ctrl_wait(l->lep, timeout_ms, 1u << CTRL_CONNREQ, &v);
+
+	if (rc)
+		return rc;
+	memcpy(r->name, v.name, v.name_len);
+	r->name_len = v.name_len;
+	r->pid = v.pid;
+	rpcrdma__fab_copy_pdata(r->base.pdata, &r->base.pdata_len, v.pdata, v.pdata_len);
+	ctrl_post_recv(l->lep);
+	return 0;
+}
+
+static int rdm_new_ep(struct fab_prov *fp, struct fab_ep **out)
+{
+	struct fi_info *info = fi_dupinfo(fp->info);
+	int rc;
+
+	if (!info)
+		return -RPCRDMA_ERR_NOMEM;
+	rc = rpcrdma__fab_ep_open(fp, info, NULL, out);
+	fi_freeinfo(info);
+	if (!rc)
+		rc = ctrl_setup(*out);
+	if (!rc)
+		wd_watch_own(*out);
+	if (rc && *out) {
+		rpcrdma__fab_ep_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len, int timeout_ms,
+		      struct fab_ep **out)
+{
+	struct fab_ep *e = NULL;
+	int rc;
+
+	/* a client killed after its request: nothing to accept */
+	if (r->pid && !rpcrdma__pid_exists(r->pid))
+		return -RPCRDMA_ERR_DISCONN;
+	rc = rdm_new_ep(r->l->fp, &e);
+	if (!rc) {
+		e->pidfd = rpcrdma__pid_watch(r->pid);
+		e->peer_pid = r->pid;
+		rc = av_insert_name(e, r->name, r->name_len, &e->peer);
+	}
+	if (!rc)
+		wd_watch_peer(e, r->name, r->name_len, r->pid);
+	if (!rc)
+		rc = rpcrdma__fab_ctrl_send(e, e->peer, CTRL_ACCEPT, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
+			       e->pidfd);
+	if (rc) {
+		if (e)
+			rpcrdma__fab_ep_free(e);
+		return rc;
+	}
+	e->base.connected = 1;
+	*out = e;
+	return 0;
+}
+
+void rpcrdma__fab_rdm_reject(struct fab_connreq *r, const void *pdata, size_t len)
+{
+	fi_addr_t to;
+
+	int pidfd;
+
+	if ((r->pid && !rpcrdma__pid_exists(r->pid)) ||
+	    av_insert_name(r->l->lep, r->name, r->name_len, &to))
+		return;
+	pidfd = rpcrdma__pid_watch(r->pid);
+	rpcrdma__fab_ctrl_send(r->l->lep, to, CTRL_REJECT, pdata ? pdata : REJECT_MARK, pdata ? len : 4, 1000,
+		  pidfd);
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, size_t len,
+		       int timeout_ms, struct fab_ep **out)
+{
+	struct fab_ep *e = NULL;
+	struct ctrl_view v;
+	fi_addr_t listener;
+	char name[40];
+	int rc;
+
+	rpcrdma__shm_reap();
+	rc = rdm_new_ep(fp, &e);
+	if (rc)
+		return rc;
+	rdm_listener_name(port, name, sizeof(name));
+	rc = av_insert_name(e, name, strlen(name), &listener);
+	if (!rc)
+		wd_watch_peer(e, name, strlen(name), 0);
+	if (!rc)
+		rc = rpcrdma__fab_ctrl_send(e, listener, CTRL_CONNREQ, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
+			       -1);
+	if (rc == -RPCRDMA_ERR_TIMEDOUT)
+		rc = -RPCRDMA_ERR_REFUSED;  /* nobody took our request off the wire */
+	if (!rc)
+		rc = ctrl_wait(e, timeout_ms, 1u << CTRL_ACCEPT | 1u << CTRL_REJECT, &v);
+	if (!rc && v.type == CTRL_REJECT)
+		rc = -RPCRDMA_ERR_REJECTED;
+	if (!rc)
+		rc = av_insert_name(e, v.name, v.name_len, &e->peer);
+	if (rc) {
+		rpcrdma__fab_ep_free(e);
+		return rc;
+	}
+	rpcrdma__fab_copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, v.pdata, v.pdata_len);
+	e->pidfd = rpcrdma__pid_watch(v.pid);
+	e->peer_pid = v.pid;
+	wd_watch_peer(e, v.name, v.name_len, v.pid);
+	ctrl_post_recv(e);
+	e->base.connected = 1;
+	*out = e;
+	return 0;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Helpers every provider uses: the clock, steering-tag keys, the check of an RMA
+ * request. Below prov.c (the API dispatcher) and the providers: it calls neither. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "prov_int.h"
+
+int64_t rpcrdma__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rpcrdma__keys_init(struct rpcrdma__keys *k)
+{
+	memset(k, 0, sizeof(*k));
+	pthread_mutex_init(&k->lock, NULL);
+}
+
+static int key_is_recent(const struct rpcrdma__keys *k, uint32_t key)
+{
+	uint32_t i;
+
+	for (i = 0; i < RPCRDMA_KEY_QUARANTINE; i++)
+		if (k->recent[i] == key)
+			return 1;
+	return 0;
+}
+
+uint32_t rpcrdma__key_new(struct rpcrdma__keys *k)
+{
+	uint32_t key;
+
+	pthread_mutex_lock(&k->lock);
+	do {
+		if (getrandom(&key, sizeof(key), 0) != sizeof(key))
+			key = (uint32_t)rpcrdma__now_ms() * 2654435761u;
+	} while (key == 0 || key_is_recent(k, key));
+	pthread_mutex_unlock(&k->lock);
+	return key;
+}
+
+void rpcrdma__key_release(struct rpcrdma__keys *k, uint32_t key)
+{
+	pthread_mutex_lock(&k->lock);
+	k->recent[k->next++ % RPCRDMA_KEY_QUARANTINE] = key;
+	pthread_mutex_unlock(&k->lock);
+}
+
+int rpcrdma__rma_check(const struct rpcrdma_sge *local, uint32_t nlocal,
+		       const struct rpcrdma_segment *remote, uint32_t nremote, uint64_t *total)
+{
+	uint64_t l = 0, r = 0;
+	uint32_t i;
+
+	if (!local || !remote || !nlocal || !nremote)
+		return -RPCRDMA_ERR_INVAL;
+	for (i = 0; i < nlocal; i++) {
+		if (!local[i].mr || !local[i].len)
+			return -RPCRDMA_ERR_INVAL;
+		l += local[i].len;
+	}
+	for (i = 0; i < nremote; i++) {
+		if (!remote[i].length)
+			return -RPCRDMA_ERR_INVAL;
+		r += remote[i].length;
+	}
+	if (l != r)
+		return -RPCRDMA_ERR_INVAL;
+	*total = l;
+	return 0;
+}
