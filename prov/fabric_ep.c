@@ -385,6 +385,17 @@ static int fd_wait(struct fab_ep *e, int timeout_ms)
 	return n > 0 ? 0 : -RPCRDMA_ERR_TIMEDOUT;
 }
 
+int rpcrdma__fab_arm(struct rpcrdma_ep *base)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+	struct fid *fids[2] = { e->cq ? &e->cq->fid : NULL, e->eq ? &e->eq->fid : NULL };
+
+	if (e->q.stash.n || !e->ep || e->peer_gone || e->epfd < 0)
+		return -RPCRDMA_ERR_AGAIN;
+	return fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) == FI_SUCCESS ? 0
+									 : -RPCRDMA_ERR_AGAIN;
+}
+
 int rpcrdma__fab_wait(struct rpcrdma_ep *base, int timeout_ms)
 {
 	struct fab_ep *e = (struct fab_ep *)base;

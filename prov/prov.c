@@ -324,6 +324,24 @@ int rpcrdma_ep_fd(const struct rpcrdma_ep *ep)
 	return ep ? ep->prov->ops->ep_fd(ep) : -1;
 }
 
+int rpcrdma_ep_arm(struct rpcrdma_ep *ep)
+{
+	if (!ep)
+		return -RPCRDMA_ERR_INVAL;
+	if (!ep->prov->ops->ep_arm || ep->prov->ops->ep_fd(ep) < 0)
+		return -RPCRDMA_ERR_NOPROV;
+	return ep->prov->ops->ep_arm(ep);
+}
+
+int rpcrdma_listener_arm(struct rpcrdma_listener *l)
+{
+	if (!l)
+		return -RPCRDMA_ERR_INVAL;
+	if (!l->prov->ops->listener_arm || l->prov->ops->listener_fd(l) < 0)
+		return -RPCRDMA_ERR_NOPROV;
+	return l->prov->ops->listener_arm(l);
+}
+
 int rpcrdma_ep_peer_addr(struct rpcrdma_ep *ep, void *addr, size_t *len)
 {
 	if (!ep || !addr || !len)

@@ -48,6 +48,16 @@ static int fab_listener_fd(const struct rpcrdma_listener *base)
 	return -1;
 }
 
+static int fab_listener_arm(struct rpcrdma_listener *base)
+{
+	struct fab_listener *l = (struct fab_listener *)base;
+	struct fid *fid = l->eq ? &l->eq->fid : NULL;
+
+	if (!fid)
+		return -RPCRDMA_ERR_NOPROV;
+	return fi_trywait(l->fp->fabric, &fid, 1) == FI_SUCCESS ? 0 : -RPCRDMA_ERR_AGAIN;
+}
+
 static int fab_listener_addr(const struct rpcrdma_listener *base, void *addr, size_t *len)
 {
 	const struct fab_listener *l = (const struct fab_listener *)base;
@@ -197,6 +207,8 @@ const struct rpcrdma_prov_ops rpcrdma__fab_ops = {
 	.poll = rpcrdma__fab_poll,
 	.wait = rpcrdma__fab_wait,
 	.ep_fd = rpcrdma__fab_ep_fd,
+	.ep_arm = rpcrdma__fab_arm,
+	.listener_arm = fab_listener_arm,
 	.peer_addr = rpcrdma__fab_peer_addr,
 	.names = rpcrdma__fab_names,
 };

@@ -38,6 +38,10 @@ struct rpcrdma_prov_ops {
 	/* optional: the endpoint's own and its peer's provider names (sockaddrs for MSG
 	 * endpoints), which both sides of a connection see alike; for capture */
 	int (*names)(struct rpcrdma_ep *ep, void *local, size_t *llen, void *peer, size_t *plen);
+	/* optional: 0 when it is safe to sleep on the descriptor (nothing is pending that
+	 * would not wake it), -RPCRDMA_ERR_AGAIN when there is work to poll first */
+	int (*ep_arm)(struct rpcrdma_ep *ep);
+	int (*listener_arm)(struct rpcrdma_listener *l);
 };
 
 /* Every implementation's objects start with these. */

@@ -748,6 +748,33 @@ static int fd_wait(struct vb_ep *e, int timeout_ms)
 	return n > 0 ? 0 : -RPCRDMA_ERR_TIMEDOUT;
 }
 
+/* Safe to sleep on the endpoint's descriptor: the completion events already delivered
+ * are taken off the channel, the CQ is armed, and nothing was completed meanwhile. */
+static int vb_arm(struct rpcrdma_ep *base)
+{
+	struct vb_ep *e = (struct vb_ep *)base;
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	if (!e->qp_live || e->q.stash.n)
+		return -RPCRDMA_ERR_AGAIN;
+	while (ibv_get_cq_event(e->cc, &cq, &cq_ctx) == 0)
+		if (++e->cq_events >= VB_ACK_EVERY)
+			ack_cq_events(e);
+	if (ibv_req_notify_cq(e->cq, 0))
+		return -RPCRDMA_ERR_AGAIN;
+	cq_drain(e, NULL);
+	return e->q.stash.n ? -RPCRDMA_ERR_AGAIN : 0;
+}
+
+/* The CM channel's descriptor is readable while events wait on it. */
+static int vb_listener_arm(struct rpcrdma_listener *base)
+{
+	struct pollfd p = { .fd = ((struct vb_listener *)base)->ch->fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 0 ? 0 : -RPCRDMA_ERR_AGAIN;
+}
+
 static int vb_wait(struct rpcrdma_ep *base, int timeout_ms)
 {
 	struct vb_ep *e = (struct vb_ep *)base;
@@ -824,6 +851,8 @@ static const struct rpcrdma_prov_ops vb_ops = {
 	.poll = vb_poll,
 	.wait = vb_wait,
 	.ep_fd = vb_ep_fd,
+	.ep_arm = vb_arm,
+	.listener_arm = vb_listener_arm,
 	.listener_addr = vb_listener_addr,
 	.peer_addr = vb_peer_addr,
 	.names = vb_names,

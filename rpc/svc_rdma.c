@@ -8,9 +8,11 @@
  * svc_getreq_common(), or rpcrdma_svc_run() does with worker threads. */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -49,6 +51,7 @@ struct sconn {
 	int flavor;                      /* the call's credential flavour */
 	int dead, destroyed, busy;
 	int owned;                       /* a thread is between xp_recv and xp_stat */
+	int watched;                     /* its endpoint's descriptor is in srv.epfd */
 	pthread_t owner;
 	struct sockaddr_storage peer;
 };
@@ -68,6 +71,9 @@ struct srv {
 	pthread_mutex_t lock;
 	pthread_t thread;
 	int stop;
+	int epfd;                        /* the progress thread sleeps here when idle */
+	int wake_fd;                     /* an eventfd in it: stop, a connection destroyed */
+	uint64_t next_due;               /* earliest engine deadline of this round */
 	struct sconn *conns;
 	struct srv *next;
 };
@@ -446,6 +452,9 @@ static bool_t conn_freeargs(SVCXPRT *xprt, xdrproc_t xargs, void *args)
 
 /* Called by svc_getreq_common() once the connection died: the progress thread releases
  * it when no worker holds it any more. */
+static void srv_wake(struct srv *s);
+static int watch_fd(struct srv *s, int fd);
+
 static void conn_destroy(SVCXPRT *xprt)
 {
 	struct sconn *c = conn_of(xprt);
@@ -455,6 +464,7 @@ static void conn_destroy(SVCXPRT *xprt)
 	drop_all(c);
 	c->destroyed = 1;
 	pthread_mutex_unlock(&c->srv->lock);
+	srv_wake(c->srv);   /* it frees the connection now, not at its next wake-up */
 }
 
 static bool_t conn_control(SVCXPRT *xprt, const u_int req, void *info)
@@ -592,6 +602,8 @@ static void conn_free(struct sconn *c)
 
 	if (c->xprt.xp_ops)
 		conn_log(c, RPCRDMA_LOG_INFO, "closed the connection from", NULL);
+	if (c->watched)
+		epoll_ctl(c->srv->epfd, EPOLL_CTL_DEL, rpcrdma_ep_fd(c->ep), NULL);
 	if (c->eng) {
 		rpcrdma_eng_stats(c->eng, &st);
 		stats_add(&c->srv->closed, &st);
@@ -630,17 +642,72 @@ static int accept_one(struct srv *s)
 	conn_log(c, RPCRDMA_LOG_INFO, "accepted a connection from", NULL);
 	c->next = s->conns;
 	s->conns = c;
+	c->watched = watch_fd(s, rpcrdma_ep_fd(c->ep));
 	xprt_register(&c->xprt);
 	signal_fd(s->xprt.xp_fd);   /* svc_run() polls a copy of the fd set: wake it */
 	return 1;
 }
 
-/* ---- the progress thread ---- */
+/* ---- the progress thread ----
+ * It polls while there is work, and for IDLE_SPINS empty rounds after (a reply often
+ * follows within microseconds); then it sleeps in epoll on every connection's
+ * descriptor, the listener's and its wake-up eventfd, until one is ready or the next
+ * engine deadline, at most SLEEP_MAX_MS (the tcp listener reaps lost sockets about once
+ * a second). Yielding instead would hand the core to any busy program for a whole
+ * scheduler slice. A provider without descriptors (shm) keeps the old back-off. */
+#define IDLE_SPINS 64
+#define SLEEP_MAX_MS 1000
+
+static void srv_wake(struct srv *s)
+{
+	signal_fd(s->wake_fd);
+}
+
+/* 1 when fd is in the progress thread's epoll set. */
+static int watch_fd(struct srv *s, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return s->epfd >= 0 && fd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
+/* Whether every source of work would wake the thread: the listener and each live
+ * connection have a descriptor, and nothing is already pending on them. Under s->lock. */
+static int can_sleep(struct srv *s)
+{
+	struct sconn *c;
+
+	if (s->epfd < 0 || rpcrdma_listener_arm(s->l))
+		return 0;
+	for (c = s->conns; c; c = c->next) {
+		if (c->destroyed || c->dead)
+			continue;   /* nothing more comes from it; svc_run destroys it (wake) */
+		if (!c->watched || rpcrdma_ep_arm(c->ep))
+			return 0;
+	}
+	return 1;
+}
+
+static void sleep_until(struct srv *s, uint64_t due)
+{
+	struct epoll_event ev[16];
+	uint64_t now = rpcrdma__rpc_now();
+	int ms = SLEEP_MAX_MS, n;
+
+	if (due <= now)
+		return;
+	if (due - now < (uint64_t)ms)
+		ms = (int)(due - now);
+	n = epoll_wait(s->epfd, ev, 16, ms);
+	while (n-- > 0)
+		if (ev[n].data.fd == s->wake_fd)
+			drain_fd(s->wake_fd);
+}
 
 static int poll_conn(struct sconn *c)
 {
 	struct rpcrdma_cqe cq[32];
-	uint64_t now = rpcrdma__rpc_now();
+	uint64_t now = rpcrdma__rpc_now(), due;
 	int i, n;
 
 	if (c->destroyed || c->dead)
@@ -648,7 +715,9 @@ static int poll_conn(struct sconn *c)
 	n = rpcrdma_ep_poll(c->ep, cq, 32);
 	for (i = 0; i < n; i++)
 		rpcrdma_eng_on_cqe(c->eng, &cq[i], now);
-	rpcrdma_eng_tick(c->eng, now);
+	due = rpcrdma_eng_tick(c->eng, now);
+	if (due < c->srv->next_due)
+		c->srv->next_due = due;
 	return n;
 }
 
@@ -706,15 +775,18 @@ static void *progress(void *arg)
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		struct sconn *c;
-		int work, ready = 0;
+		int work, ready = 0, sleep = 0;
 
 		pthread_mutex_lock(&s->lock);
+		s->next_due = UINT64_MAX;
 		work = accept_one(s);
 		for (c = s->conns; c; c = c->next) {
 			work += poll_conn(c);
 			ready |= c->head != NULL || (c->dead && !c->destroyed);
 		}
 		trim |= reap(s) > 0;
+		if (!work && !ready && idle >= IDLE_SPINS)
+			sleep = can_sleep(s);
 		pthread_mutex_unlock(&s->lock);
 		if (trim && rpcrdma__rpc_give_back_memory())
 			trim = false;
@@ -722,10 +794,14 @@ static void *progress(void *arg)
 			work += dispatch_ready(s);
 		else if (ready)
 			wake_workers();
-		if (work)
+		if (work || ready) {
 			idle = 0;
-		else
+		} else if (sleep && !trim) {
+			sleep_until(s, s->next_due);
+			idle = 0;
+		} else if (++idle > IDLE_SPINS) {
 			rpcrdma__idle_backoff(&idle);
+		}
 	}
 	return NULL;
 }
@@ -783,6 +859,7 @@ static void lst_destroy(SVCXPRT *xprt)
 	rpcrdma__rpcb_listener_remove(s);
 	xprt_unregister(xprt);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+	srv_wake(s);
 	pthread_join(s->thread, NULL);
 	while ((c = s->conns) != NULL) {
 		s->conns = c->next;
@@ -798,6 +875,8 @@ static void lst_destroy(SVCXPRT *xprt)
 		close(s->spare_fds[--s->nspare]);
 	free(s->spare_fds);
 	close(xprt->xp_fd);
+	close(s->wake_fd);
+	close(s->epfd);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -907,6 +986,15 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 		rpcrdma__create_err("eventfd: %s", strerror(errno));
 		goto out_listen;
 	}
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->wake_fd < 0 || s->epfd < 0 || !watch_fd(s, s->wake_fd) ||
+	    !watch_fd(s, rpcrdma_listener_fd(s->l))) {
+		/* no sleeping then: the thread polls with back-off, as over shm */
+		if (s->epfd >= 0)
+			close(s->epfd);
+		s->epfd = -1;
+	}
 	s->xprt.xp_port = rpcrdma_listener_port(s->l);
 	s->xprt.xp_ops = &lst_ops;
 	s->xprt.xp_ops2 = &conn_ops2;
@@ -930,6 +1018,10 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 	return &s->xprt;
 out_fd:
 	close(s->xprt.xp_fd);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	if (s->epfd >= 0)
+		close(s->epfd);
 out_listen:
 	rpcrdma_listener_close(s->l);
 out_prov:

@@ -101,6 +101,16 @@ RPCRDMA_LOG=error "$BIN" ping 127.0.0.1:1 -c 1 >/dev/null 2>"$out/log4"
 grep -q '^rpcrdma error: connect to 127.0.0.1 port 1: connection refused' "$out/log4" ||
 	fail "an error with its cause: $(cat "$out/log4")"
 
+# an idle server sleeps: its threads together wake a few times a second (the progress
+# thread's 1 s timer; signals reach the watcher through a pipe), not hundreds; and it
+# still answers at once after sleeping
+switches() { cat /proc/"$spid"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { s += $2 } END { print s }'; }
+sleep 1
+w0=$(switches); sleep 2; w1=$(switches)
+echo "idle server: $(( (w1 - w0) / 2 )) wakeups/s"
+[ $(( (w1 - w0) / 2 )) -le 50 ] || fail "idle server wakes $(( (w1 - w0) / 2 )) times a second"
+"$BIN" ping "127.0.0.1:$rport" -c 1 -i 0 >/dev/null || fail "ping after the server slept"
+
 # serve: SIGUSR1 many times, still serving
 for i in 1 2 3; do
 	kill -USR1 "$spid"

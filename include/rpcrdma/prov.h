@@ -152,6 +152,13 @@ RPCRDMA_API int rpcrdma_ep_wait(struct rpcrdma_ep *ep, int timeout_ms);
 /* A descriptor that becomes readable when the endpoint may have work (-1 if the
  * provider has none: then poll with back-off, as rpcrdma_ep_wait() does). */
 RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
+/* Before sleeping on rpcrdma_ep_fd() (with other descriptors, in one poll/epoll): 0 when
+ * it is safe (the descriptor will become readable for any new work), -RPCRDMA_ERR_AGAIN
+ * when work is already pending (poll the endpoint first), -RPCRDMA_ERR_NOPROV where the
+ * provider has no descriptor. libfabric's fi_trywait, verbs' ibv_req_notify_cq. */
+RPCRDMA_API int rpcrdma_ep_arm(struct rpcrdma_ep *ep);
+/* The same for rpcrdma_listener_fd(): new connection requests wake the descriptor. */
+RPCRDMA_API int rpcrdma_listener_arm(struct rpcrdma_listener *l);
 
 /* The peer's network address (a struct sockaddr) into addr (*len bytes, updated).
  * -RPCRDMA_ERR_NOPROV where the provider has none (shm, mock). */

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* rpcrdma serve: the built-in test service over RPC-over-RDMA (and ONC RPC/TCP). */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,14 +17,19 @@
 #include "cli.h"
 #include "perf_common.h"
 
-static volatile sig_atomic_t want_stats, want_exit;
+/* Signals reach the watcher thread through a pipe (write() is async-signal-safe), so
+ * that it sleeps until one comes instead of waking to look. */
+static int sig_pipe[2] = { -1, -1 };
 
 static void on_signal(int sig)
 {
-	if (sig == SIGUSR1)
-		want_stats = 1;
-	else
-		want_exit = 1;
+	unsigned char b = (unsigned char)sig;
+	int saved = errno;
+
+	if (write(sig_pipe[1], &b, 1) < 0) {
+		/* the pipe is full of signals already: nothing is lost that matters */
+	}
+	errno = saved;
 }
 
 static int json;   /* --json: the listening line and the statistics as JSON objects */
@@ -141,16 +148,17 @@ static void catch_signals(void)
 /* Signals are noticed here: libtirpc's svc_run() has no way out. */
 static void *watcher(void *arg)
 {
-	struct timespec ts = { 0, 50 * 1000000 };
+	unsigned char sig;
 
 	(void)arg;
 	for (;;) {
-		nanosleep(&ts, NULL);
-		if (want_stats) {
-			want_stats = 0;
+		ssize_t n = read(sig_pipe[0], &sig, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 1 && sig == SIGUSR1)
 			print_stats(json ? "SIGUSR1" : "statistics (SIGUSR1)");
-		}
-		if (want_exit) {
+		if (n <= 0 || sig != SIGUSR1) {
 			print_stats(json ? "exit" : "statistics at exit");
 			ps_pcap_stop();   /* _exit skips atexit: write the capture out first */
 			_exit(0);
@@ -261,6 +269,11 @@ int cmd_serve(int argc, char **argv)
 	else
 		printf("listening %u\n", rport);
 	fflush(stdout);
+	if (pipe(sig_pipe) || fcntl(sig_pipe[0], F_SETFD, FD_CLOEXEC) ||
+	    fcntl(sig_pipe[1], F_SETFD, FD_CLOEXEC)) {
+		fprintf(stderr, "rpcrdma serve: pipe: %s\n", strerror(errno));
+		return EXIT_FAIL;
+	}
 	catch_signals();
 	pthread_create(&th, NULL, watcher, NULL);
 	/* RDMA requests: the progress thread, or worker threads when asked; TCP: svc_run */
