@@ -770,7 +770,7 @@ static int dispatch_ready(struct srv *s)
 static void *progress(void *arg)
 {
 	struct srv *s = arg;
-	unsigned idle = 0;
+	unsigned idle = 0, backoff = 0;   /* empty rounds; back-off rounds (no descriptor) */
 	bool trim = false;
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
@@ -795,12 +795,12 @@ static void *progress(void *arg)
 		else if (ready)
 			wake_workers();
 		if (work || ready) {
-			idle = 0;
+			idle = backoff = 0;
 		} else if (sleep && !trim) {
 			sleep_until(s, s->next_due);
-			idle = 0;
+			idle = backoff = 0;
 		} else if (++idle > IDLE_SPINS) {
-			rpcrdma__idle_backoff(&idle);
+			rpcrdma__idle_backoff(&backoff);   /* its quiet time starts at backoff 0 */
 		}
 	}
 	return NULL;
