@@ -516,20 +516,21 @@ static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
 {
 	struct fab_ep *e = impl;
 	void *desc = sge_desc(mr), *fctx = pc->ctx;
+	int budget = pc == &pc->op->pieces[0] ? POST_RETRY_MS : POST_PIECE_RETRY_MS;
 	ssize_t rc;
 
 	if (opcode == RPCRDMA_OP_RECV && e->fp->rdm)
-		POST_RETRY(e, rc, fi_trecv(e->ep, laddr, len, desc, e->peer, TAG_DATA, 0, fctx));
+		POST_RETRY(e, rc, budget, fi_trecv(e->ep, laddr, len, desc, e->peer, TAG_DATA, 0, fctx));
 	else if (opcode == RPCRDMA_OP_RECV)
-		POST_RETRY(e, rc, fi_recv(e->ep, laddr, len, desc, 0, fctx));
+		POST_RETRY(e, rc, budget, fi_recv(e->ep, laddr, len, desc, 0, fctx));
 	else if (opcode == RPCRDMA_OP_SEND && e->fp->rdm)
-		POST_RETRY(e, rc, fi_tsend(e->ep, laddr, len, desc, e->peer, TAG_DATA, fctx));
+		POST_RETRY(e, rc, budget, fi_tsend(e->ep, laddr, len, desc, e->peer, TAG_DATA, fctx));
 	else if (opcode == RPCRDMA_OP_SEND)
-		POST_RETRY(e, rc, fi_send(e->ep, laddr, len, desc, 0, fctx));
+		POST_RETRY(e, rc, budget, fi_send(e->ep, laddr, len, desc, 0, fctx));
 	else if (opcode == RPCRDMA_OP_READ)
-		POST_RETRY(e, rc, fi_read(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
+		POST_RETRY(e, rc, budget, fi_read(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
 	else
-		POST_RETRY(e, rc, fi_write(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
+		POST_RETRY(e, rc, budget, fi_write(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
 	if (rc)
 		return e->ep ? rpcrdma__fab_map_err((int)rc) : -RPCRDMA_ERR_DISCONN;
 	return 0;

@@ -201,13 +201,16 @@ void rpcrdma__fab_copy_pdata(uint8_t *dst, size_t *dlen, const void *src, size_t
 void rpcrdma__fab_remember_accepted(struct fab_listener *l, struct fab_ep *e);
 
 /* Retry a post that found libfabric's queue full, driving progress meanwhile, for at
- * most POST_RETRY_MS: a peer that stops taking data must not hold the caller (a server's
+ * most budget_ms: a peer that stops taking data must not hold the caller (a server's
  * progress thread serves every connection). After that rc is still -FI_EAGAIN, which
- * reaches the caller as -RPCRDMA_ERR_AGAIN: the engine waits and tries again later. */
+ * reaches the caller as -RPCRDMA_ERR_AGAIN: the engine waits and tries again later.
+ * A later piece of an RMA split in pieces cannot be "tried again later" (its first ones
+ * are already on their way): it gets POST_PIECE_RETRY_MS before the operation fails. */
 #define POST_RETRY_MS 2
-#define POST_RETRY(e, rc, call)                                                     \
+#define POST_PIECE_RETRY_MS 100
+#define POST_RETRY(e, rc, budget_ms, call)                                                     \
 	do {                                                                        \
-		int64_t until_ = rpcrdma__now_ms() + POST_RETRY_MS;                 \
+		int64_t until_ = rpcrdma__now_ms() + (budget_ms);                 \
 		unsigned spins_ = 0;                                                \
 		for (;;) {                                                          \
 			if (!rpcrdma__fab_peer_alive_now(e) || rpcrdma__fab_local_enter(e)) { \

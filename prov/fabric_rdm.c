@@ -205,7 +205,7 @@ static int ctrl_post_recv(struct fab_ep *e)
 {
 	ssize_t rc;
 
-	POST_RETRY(e, rc, fi_trecv(e->ep, e->ctrl.buf, CTRL_MAX, e->ctrl.mr->desc, FI_ADDR_UNSPEC,
+	POST_RETRY(e, rc, POST_RETRY_MS, fi_trecv(e->ep, e->ctrl.buf, CTRL_MAX, e->ctrl.mr->desc, FI_ADDR_UNSPEC,
 				   TAG_CTRL, 0, &e->ctrl.fctx));
 	return rpcrdma__fab_map_err((int)rc);
 }

@@ -387,9 +387,13 @@ static int rma(struct cq *c, uint32_t op, struct rpcrdma_sge *l, uint32_t nl,
 	       struct rpcrdma_segment *r, uint32_t nr)
 {
 	struct rpcrdma_cqe e;
-	int rc = op == RPCRDMA_OP_READ ? rpcrdma_post_read(c->ep, l, nl, r, nr, l)
-				       : rpcrdma_post_write(c->ep, l, nl, r, nr, l);
+	int rc;
 
+	/* a full queue is the caller's to wait out (the contract, prov.h) */
+	do {
+		rc = op == RPCRDMA_OP_READ ? rpcrdma_post_read(c->ep, l, nl, r, nr, l)
+					   : rpcrdma_post_write(c->ep, l, nl, r, nr, l);
+	} while (rc == -RPCRDMA_ERR_AGAIN && rpcrdma_ep_wait(c->ep, 10) != -RPCRDMA_ERR_DISCONN);
 	if (!rc)
 		rc = wait_for(c, l, &e);
 	return rc ? rc : e.status;
