@@ -300,7 +300,7 @@ void rpcrdma__fab_ep_free(struct fab_ep *e)
 /* Endpoint, CQ and (MSG) EQ or (RDM) AV, bound and enabled; the wait fds in an epoll.
  * name (RDM listeners) is set as the endpoint's address before it is enabled. */
 int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *name,
-		   struct fab_ep **out)
+			 struct fab_ep **out)
 {
 	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_FD };
 	struct fi_av_attr ava = { .type = FI_AV_TABLE };
@@ -473,7 +473,7 @@ int rpcrdma__fab_peer_addr(struct rpcrdma_ep *base, void *addr, size_t *len)
 /* Our name and the peer's: socket addresses on MSG endpoints, the emulated endpoint
  * names on RDM ones (the peer's from the address vector). */
 int rpcrdma__fab_names(struct rpcrdma_ep *base, void *local, size_t *llen, void *peer,
-		     size_t *plen)
+		       size_t *plen)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
 
@@ -551,7 +551,7 @@ int rpcrdma__fab_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sg
 }
 
 int rpcrdma__fab_post_rma(struct rpcrdma_ep *base, uint32_t opcode, const struct rpcrdma_sge *l,
-			uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr, void *ctx)
+			  uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr, void *ctx)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
 
@@ -600,7 +600,7 @@ static int reg_with_prov_key(struct fab_prov *fp, struct fab_mr *m, uint64_t acc
 }
 
 int rpcrdma__fab_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
-		      struct rpcrdma_mr **out)
+			struct rpcrdma_mr **out)
 {
 	struct fab_prov *fp = (struct fab_prov *)p;
 	struct fab_mr *m = calloc(1, sizeof(*m));

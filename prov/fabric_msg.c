@@ -49,7 +49,7 @@ static uint16_t sockaddr_port(const void *sa)
 }
 
 int rpcrdma__fab_msg_listen(struct fab_prov *fp, const char *host, uint16_t port,
-		      struct fab_listener *l)
+			    struct fab_listener *l)
 {
 	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_FD };
 	struct sockaddr_storage ss;
@@ -184,7 +184,7 @@ static int msg_wait_connected(struct fab_ep *e, int timeout_ms)
 }
 
 int rpcrdma__fab_msg_accept(struct fab_connreq *r, const void *pdata, size_t len, int timeout_ms,
-		      struct fab_ep **out)
+			    struct fab_ep **out)
 {
 	struct fab_ep *e;
 	int rc = rpcrdma__fab_ep_open(r->l->fp, r->info, NULL, &e);
@@ -205,7 +205,7 @@ int rpcrdma__fab_msg_accept(struct fab_connreq *r, const void *pdata, size_t len
 }
 
 int rpcrdma__fab_msg_connect(struct fab_prov *fp, const char *host, uint16_t port, const void *pdata,
-		       size_t len, int timeout_ms, struct fab_ep **out)
+			     size_t len, int timeout_ms, struct fab_ep **out)
 {
 	struct fi_info *info;
 	struct fab_ep *e;

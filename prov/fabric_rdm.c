@@ -250,7 +250,7 @@ static int ctrl_progress(struct fab_ep *e, const void *want)
  * meanwhile are handled as usual. A peer that ends meanwhile (pidfd >= 0 watches it)
  * ends the wait: a dead peer's queue stays full, and nobody else may wait behind it. */
 int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const void *pdata,
-		     size_t plen, int timeout_ms, int pidfd)
+			   size_t plen, int timeout_ms, int pidfd)
 {
 	int64_t deadline = rpcrdma__now_ms() + timeout_ms;
 	uint8_t name[CTRL_NAME_MAX];
@@ -440,7 +440,7 @@ static int rdm_new_ep(struct fab_prov *fp, struct fab_ep **out)
 }
 
 int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len, int timeout_ms,
-		      struct fab_ep **out)
+			    struct fab_ep **out)
 {
 	struct fab_ep *e = NULL;
 	int rc;
@@ -486,7 +486,7 @@ void rpcrdma__fab_rdm_reject(struct fab_connreq *r, const void *pdata, size_t le
 }
 
 int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata, size_t len,
-		       int timeout_ms, struct fab_ep **out)
+			     int timeout_ms, struct fab_ep **out)
 {
 	struct fab_ep *e = NULL;
 	struct ctrl_view v;

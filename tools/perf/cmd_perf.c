@@ -198,10 +198,6 @@ static void on_stop(int sig)
 	stop_sig = sig;
 }
 
-static void catch_stop(void)
-{
-	cli_catch(on_stop, 0, 0);
-}
 
 static int running(double end)
 {
@@ -748,7 +744,7 @@ int cmd_perf(int argc, char **argv)
 			cli_json_error("perf", "cannot start a server over the provider");
 		return EXIT_FAIL;
 	}
-	catch_stop();
+	cli_catch(on_stop, 0, 0);
 	if (c.pcap && ps_pcap_start(c.pcap, c.snaplen))
 		return EXIT_FAIL;
 	wdata = malloc(PS_MAX);

@@ -47,12 +47,6 @@ static void on_interrupt(int sig)
 	interrupted = 1;
 }
 
-/* ^C ends the run and the summary is still printed, as ping(8) does; sigaction without
- * SA_RESTART so that a wait in progress returns at once. */
-static void catch_interrupt(void)
-{
-	cli_catch(on_interrupt, 0, 0);
-}
 
 /* The p-th percentile by nearest rank: the smallest value with at least p% of the
  * values at or below it (for 5 values, p99 is the largest; never below the median). */
@@ -206,7 +200,9 @@ int cmd_ping(int argc, char **argv)
 		ps_pcap_stop();
 		return EXIT_FAIL;
 	}
-	catch_interrupt();
+	/* ^C ends the run and the summary is still printed, as ping(8) does; no SA_RESTART,
+	 * so that a wait in progress returns at once */
+	cli_catch(on_interrupt, 0, 0);
 	if (!o.json)
 		printf("PING %s port %u over %s%s\n", o.host, o.port,
 		       o.provider ? "RDMA/" : "ONC RPC/TCP", o.provider ? o.provider : "");

@@ -139,12 +139,6 @@ static void print_stats(const char *why)
 	fflush(stdout);
 }
 
-/* sigaction, not signal(): the handler stays for every SIGUSR1, not the first only. */
-static void catch_signals(void)
-{
-	cli_catch(on_signal, 1, 1);
-}
-
 /* Signals are noticed here: libtirpc's svc_run() has no way out. */
 static void *watcher(void *arg)
 {
@@ -274,7 +268,7 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "rpcrdma serve: pipe: %s\n", strerror(errno));
 		return EXIT_FAIL;
 	}
-	catch_signals();
+	cli_catch(on_signal, 1, 1);
 	pthread_create(&th, NULL, watcher, NULL);
 	/* RDMA requests: the progress thread, or worker threads when asked; TCP: svc_run */
 	if (threads > 1)
