@@ -435,7 +435,7 @@ static void peer_check(struct fab_ep *e, struct rpcrdma__sink *s)
 	if (now - e->peer_checked < PEER_CHECK_MS)
 		return;
 	e->peer_checked = now;
-	if (e->pidfd >= 0 ? rpcrdma__pid_gone(e->pidfd) : !rpcrdma__pid_exists(e->peer_pid))
+	if (rpcrdma__proc_gone(e->pidfd, e->peer_pid))
 		rpcrdma__fab_lose_connection(e, s);
 }
 
@@ -498,7 +498,7 @@ int rpcrdma__fab_peer_alive_now(struct fab_ep *e)
 
 	if (!e->ep || (e->pidfd < 0 && !e->peer_pid))
 		return e->ep != NULL;
-	gone = e->pidfd >= 0 ? rpcrdma__pid_gone(e->pidfd) : !rpcrdma__pid_exists(e->peer_pid);
+	gone = rpcrdma__proc_gone(e->pidfd, e->peer_pid);
 	if (gone)
 		rpcrdma__fab_lose_connection(e, NULL);
 	return !gone;

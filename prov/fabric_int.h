@@ -178,7 +178,8 @@ void rpcrdma__fab_set_err(char *err, size_t errlen, const char *fmt, const char 
 
 /* prov/fabric_rdm.c: emulated connections over FI_EP_RDM (shm), its lock watchdog */
 int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type,
-			   const void *pdata, size_t plen, int timeout_ms, int pidfd);
+			   const void *pdata, size_t plen, int timeout_ms, int pidfd,
+			   uint32_t pid);
 int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len,
 			    int timeout_ms, struct fab_ep **out);
 int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata,

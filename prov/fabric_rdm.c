@@ -24,9 +24,7 @@ static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
 
 static int peer_dead(const struct fab_ep *e)
 {
-	if (e->pidfd >= 0)
-		return rpcrdma__pid_gone(e->pidfd);
-	return e->peer_pid && !rpcrdma__pid_exists(e->peer_pid);
+	return rpcrdma__proc_gone(e->pidfd, e->peer_pid);
 }
 
 static void wd_check(struct fab_ep *e)
@@ -247,10 +245,11 @@ static int ctrl_progress(struct fab_ep *e, const void *want)
 }
 
 /* Send one control message and wait (bounded) for it to leave; other completions met
- * meanwhile are handled as usual. A peer that ends meanwhile (pidfd >= 0 watches it)
- * ends the wait: a dead peer's queue stays full, and nobody else may wait behind it. */
+ * meanwhile are handled as usual. A peer that ends meanwhile (pidfd and pid watch it,
+ * rpcrdma__proc_gone) ends the wait: a dead peer's queue stays full, and nobody else may
+ * wait behind it (the server's progress thread accepts). */
 int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const void *pdata,
-			   size_t plen, int timeout_ms, int pidfd)
+			   size_t plen, int timeout_ms, int pidfd, uint32_t pid)
 {
 	int64_t deadline = rpcrdma__now_ms() + timeout_ms;
 	uint8_t name[CTRL_NAME_MAX];
@@ -272,7 +271,7 @@ int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const 
 			rpcrdma__fab_local_leave(e);
 		if (rc != -FI_EAGAIN || !e->ep || rpcrdma__now_ms() >= deadline)
 			break;
-		if (rpcrdma__pid_gone(pidfd))
+		if (rpcrdma__proc_gone(pidfd, pid))
 			return -RPCRDMA_ERR_DISCONN;
 		if (ctrl_progress(e, NULL) < 0)
 			return -RPCRDMA_ERR_DISCONN;
@@ -283,7 +282,7 @@ int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const 
 		done = ctrl_progress(e, &e->ctrl.tx_fctx);
 		if (done < 0)
 			return -RPCRDMA_ERR_DISCONN;
-		if (!done && rpcrdma__pid_gone(pidfd))
+		if (!done && rpcrdma__proc_gone(pidfd, pid))
 			return -RPCRDMA_ERR_DISCONN;
 	}
 	if (!rc && !done)
@@ -446,7 +445,7 @@ int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len
 	int rc;
 
 	/* a client killed after its request: nothing to accept */
-	if (r->pid && !rpcrdma__pid_exists(r->pid))
+	if (rpcrdma__proc_gone(-1, r->pid))
 		return -RPCRDMA_ERR_DISCONN;
 	rc = rdm_new_ep(r->l->fp, &e);
 	if (!rc) {
@@ -458,7 +457,7 @@ int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len
 		wd_watch_peer(e, r->name, r->name_len, r->pid);
 	if (!rc)
 		rc = rpcrdma__fab_ctrl_send(e, e->peer, CTRL_ACCEPT, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
-			       e->pidfd);
+			       e->pidfd, e->peer_pid);
 	if (rc) {
 		if (e)
 			rpcrdma__fab_ep_free(e);
@@ -475,12 +474,12 @@ void rpcrdma__fab_rdm_reject(struct fab_connreq *r, const void *pdata, size_t le
 
 	int pidfd;
 
-	if ((r->pid && !rpcrdma__pid_exists(r->pid)) ||
+	if (rpcrdma__proc_gone(-1, r->pid) ||
 	    av_insert_name(r->l->lep, r->name, r->name_len, &to))
 		return;
 	pidfd = rpcrdma__pid_watch(r->pid);
 	rpcrdma__fab_ctrl_send(r->l->lep, to, CTRL_REJECT, pdata ? pdata : REJECT_MARK, pdata ? len : 4, 1000,
-		  pidfd);
+		  pidfd, r->pid);
 	if (pidfd >= 0)
 		close(pidfd);
 }
@@ -504,7 +503,7 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 		wd_watch_peer(e, name, strlen(name), 0);
 	if (!rc)
 		rc = rpcrdma__fab_ctrl_send(e, listener, CTRL_CONNREQ, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
-			       -1);
+			       -1, 0);
 	if (rc == -RPCRDMA_ERR_TIMEDOUT)
 		rc = -RPCRDMA_ERR_REFUSED;  /* nobody took our request off the wire */
 	if (!rc)

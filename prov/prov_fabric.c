@@ -163,7 +163,8 @@ static void fab_ep_close(struct rpcrdma_ep *base)
 	struct fab_ep *e = (struct fab_ep *)base;
 
 	if (e->ep && e->fp->rdm && e->base.connected)
-		rpcrdma__fab_ctrl_send(e, e->peer, CTRL_DISCONNECT, NULL, 0, 2000, e->pidfd);
+		rpcrdma__fab_ctrl_send(e, e->peer, CTRL_DISCONNECT, NULL, 0, 2000, e->pidfd,
+				       e->peer_pid);
 	else if (e->ep && e->base.connected)
 		fi_shutdown(e->ep, 0);
 	if (e->ep) {

@@ -178,16 +178,16 @@ int rpcrdma__pid_watch(uint32_t pid)
 	return -1;
 }
 
-int rpcrdma__pid_exists(uint32_t pid)
-{
-	return !process_gone((pid_t)pid);
-}
-
-int rpcrdma__pid_gone(int pidfd)
+/* Whether a watched process has ended. Its pidfd says so where there is one; without
+ * one (no pidfd_open, or a process killed and reaped before it could be watched) its pid
+ * does: a wait on a peer gone that way must not last its whole timeout. */
+int rpcrdma__proc_gone(int pidfd, uint32_t pid)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
-	return pidfd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+	if (pidfd >= 0)
+		return poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+	return pid && process_gone((pid_t)pid);
 }
 
 void *rpcrdma__shm_region_map(const char *name, uint32_t pid)

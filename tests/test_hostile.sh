@@ -35,6 +35,12 @@ open_conns() {   # connections the server still has, from its SIGUSR1 statistics
 		sleep 0.05
 	done
 	sleep 0.1
+	# no answer in 2.5 s: the server is stalled; its last statistics would be stale
+	if [ "$(grep -c 'statistics (SIGUSR1)' "$out/serve")" -le "$before" ]; then
+		echo "the server did not print its statistics within 2.5 s of SIGUSR1" >&2
+		echo 999
+		return
+	fi
 	awk '/statistics \(SIGUSR1\)/ { n = 0; counting = 1; next }
 	     /^all connections/ { counting = 0 }
 	     counting && /^  [^(]/ { n++ }
@@ -122,7 +128,11 @@ sk1=$(socks)
 rss1=$(rss_kb)
 echo "server: $fd0 -> $fd1 descriptors ($sk0 -> $sk1 sockets), $rss0 -> $rss1 KiB resident," \
 	"$n connections open"
-[ "$n" -eq 0 ] || fail "$n connections of dead clients still open"
+if [ "$n" -ne 0 ]; then
+	fail "$n connections of dead clients still open"
+	# the server's own account of them: its last statistics block
+	awk '/statistics \(SIGUSR1\)/ { b = "" } { b = b $0 "\n" } END { printf "%s", b }' "$out/serve" | head -40
+fi
 [ "$sk1" -le "$sk0" ] || fail "sockets grew from $sk0 to $sk1"
 # one eventfd per connection open at once is kept for the next (svc_run's descriptor
 # set, docs/RPC.md): the count follows the peak of connections alive together
