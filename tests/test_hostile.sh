@@ -35,10 +35,10 @@ open_conns() {   # connections the server still has, from its SIGUSR1 statistics
 		sleep 0.05
 	done
 	sleep 0.1
-	# no answer in 2.5 s: the server is stalled; its last statistics would be stale
+	# no answer in 2.5 s: the server is stalled, and its last statistics would be stale
 	if [ "$(grep -c 'statistics (SIGUSR1)' "$out/serve")" -le "$before" ]; then
 		echo "the server did not print its statistics within 2.5 s of SIGUSR1" >&2
-		echo 999
+		echo "unknown (server stalled)"
 		return
 	fi
 	awk '/statistics \(SIGUSR1\)/ { n = 0; counting = 1; next }
@@ -84,7 +84,7 @@ else
 	ping_ok || fail "the next client is not served"
 	echo "next client served $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kill"
 	n=$(open_conns)
-	[ "$n" -eq 0 ] || fail "$n connections still open"
+	[ "$n" = 0 ] || fail "connections still open: $n"
 fi
 
 echo "== C: 50 clients killed with SIGKILL"
@@ -106,7 +106,7 @@ kill_round() {
 }
 alive() { kill -0 "$spid" 2>/dev/null || { cat "$out/serve"; echo "FAIL: the server died"; exit 1; }; }
 socks() { ls -l "/proc/$spid/fd" | grep -c 'socket:'; }
-settle() { for _ in $(seq 100); do alive; [ "$(open_conns)" -eq 0 ] && break; sleep 0.1; done; sleep 1; }
+settle() { for _ in $(seq 100); do alive; [ "$(open_conns)" = 0 ] && break; sleep 0.1; done; sleep 1; }
 kill_round
 kill_round
 settle
@@ -128,8 +128,8 @@ sk1=$(socks)
 rss1=$(rss_kb)
 echo "server: $fd0 -> $fd1 descriptors ($sk0 -> $sk1 sockets), $rss0 -> $rss1 KiB resident," \
 	"$n connections open"
-if [ "$n" -ne 0 ]; then
-	fail "$n connections of dead clients still open"
+if [ "$n" != 0 ]; then
+	fail "connections of dead clients still open: $n"
 	# the server's own account of them: its last statistics block
 	awk '/statistics \(SIGUSR1\)/ { b = "" } { b = b $0 "\n" } END { printf "%s", b }' "$out/serve" | head -40
 fi
