@@ -72,10 +72,17 @@ static int check_config(const struct rpcrdma_eng_config *c)
 	return 0;
 }
 
-/* A lost connection fails every call of a requester. */
+/* A lost connection fails every call of a requester, in both directions. */
 static void client_fail_all(struct rpcrdma_eng *e)
 {
 	rpcrdma__eng_client_fail_all(e, -RPCRDMA_ERR_DISCONN);
+	rpcrdma__eng_bc_fail_all(e);
+}
+
+static void server_fail_all(struct rpcrdma_eng *e)
+{
+	rpcrdma__eng_server_fail_all(e);
+	rpcrdma__eng_bc_fail_all(e);
 }
 
 int rpcrdma_eng_create(const struct rpcrdma_eng_config *cfg, const struct rpcrdma_eng_upper *up,
@@ -97,14 +104,19 @@ int rpcrdma_eng_create(const struct rpcrdma_eng_config *cfg, const struct rpcrdm
 		return -RPCRDMA_ERR_NOMEM;
 	e->cfg = *cfg;
 	e->up = *up;
-	e->fail_all = cfg->role == RPCRDMA_ENG_CLIENT ? client_fail_all
-						       : rpcrdma__eng_server_fail_all;
+	e->fail_all = cfg->role == RPCRDMA_ENG_CLIENT ? client_fail_all : server_fail_all;
 	e->inline_send = RPCRDMA_DEF_INLINE;   /* until the peer says more (RFC 8797) */
 	e->inline_recv = cfg->inline_recv & ~1023u;
 	e->granted = 1;                        /* RFC 8166 §3.3.3 */
 	e->grant_hi = 1;
 	e->st.inline_send = e->inline_send;
 	e->st.inline_recv = e->inline_recv;
+	rc = rpcrdma__eng_bc_init(e);
+	if (rc) {
+		rpcrdma__eng_bc_destroy(e);
+		free(e);
+		return rc;
+	}
 	*out = e;
 	return 0;
 }
@@ -179,12 +191,16 @@ static int alloc_bufs(struct rpcrdma_eng *e, uint32_t n, uint32_t size, uint8_t 
 
 
 /* Receive buffers: a client needs one per call in flight; a server one per credit it
- * grants plus one per RDMA_DONE it awaits (RFC 5666 §3.8). */
+ * grants plus one per RDMA_DONE it awaits (RFC 5666 §3.8); both, one per backward call
+ * (RFC 8167 §4.3). */
 static uint32_t recv_buffers(const struct rpcrdma_eng *e)
 {
+	uint32_t bc = rpcrdma__eng_bc_recvs(e);
+
 	if (e->cfg.role == RPCRDMA_ENG_CLIENT)
-		return e->cfg.max_credits + 1;
-	return e->cfg.max_credits + (rpcrdma__eng_reply_reads(e) ? e->cfg.max_done_pending : 0);
+		return e->cfg.max_credits + 1 + bc;
+	return e->cfg.max_credits + bc +
+	       (rpcrdma__eng_reply_reads(e) ? e->cfg.max_done_pending : 0);
 }
 
 int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
@@ -200,7 +216,7 @@ int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
 	e->lo = *lo;
 	e->started = true;
 	e->nrbufs = recv_buffers(e);
-	e->nsbufs = e->cfg.max_credits + SEND_SLACK;
+	e->nsbufs = e->cfg.max_credits + SEND_SLACK + rpcrdma__eng_bc_sends(e);
 	rc = alloc_bufs(e, e->nrbufs, e->inline_recv, &e->rmem, &e->rmr, &e->rbufs, &e->rfree,
 			OPK_RECV);
 	if (!rc)
@@ -219,6 +235,9 @@ int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_eng_lower *lo,
 		if (rc)
 			goto out_fail;
 	}
+	rc = rpcrdma__eng_bc_start(e);
+	if (rc)
+		goto out_fail;
 	return 0;
 out_fail:
 	e->dead = true;
@@ -271,6 +290,8 @@ static void pump(struct rpcrdma_eng *e, uint64_t now)
 	unstall_all(e, now);
 	if (e->cfg.role == RPCRDMA_ENG_CLIENT && !e->dead)
 		rpcrdma__eng_client_pump(e, now);
+	else if (!e->dead)
+		rpcrdma__eng_bc_pump(e);
 }
 
 /* ---- failure ---- */
@@ -337,6 +358,8 @@ static void repost_owed(struct rpcrdma_eng *e)
 static void on_recv(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrdma_cqe *c,
 		    uint64_t now)
 {
+	bool keep;
+
 	e->recvs_posted--;
 	if (c->status || e->dead) {
 		b->next = e->rfree;
@@ -358,11 +381,13 @@ static void on_recv(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrd
 			repost(e);
 		return;
 	}
-	rpcrdma__eng_server_recv(e, b->mem, c->len, now);
+	keep = rpcrdma__eng_server_recv(e, b->mem, c->len, now);
 	b->next = e->rfree;
 	e->rfree = b;
-	/* keep every receive this connection owns posted (credits already granted) */
-	repost(e);
+	/* keep every receive this connection owns posted (credits already granted); one
+	 * posted for a backward reply (RFC 8167) has done its work */
+	if (keep)
+		repost(e);
 }
 
 static void on_send(struct rpcrdma_eng *e, struct eng_buf *b, const struct rpcrdma_cqe *c)
@@ -446,6 +471,7 @@ void rpcrdma_eng_destroy(struct rpcrdma_eng *e)
 		rpcrdma__eng_client_destroy(e);
 	else
 		rpcrdma__eng_server_destroy(e);
+	rpcrdma__eng_bc_destroy(e);
 	rpcrdma__eng_dereg(e, &e->rmr);
 	rpcrdma__eng_dereg(e, &e->smr);
 	rpcrdma__pool_give(e->cfg.pool, e->pool_taken);

@@ -350,7 +350,7 @@ out_free:
  * a batched call settled without a reply leaves its receive for a later call. */
 static bool needs_recv(const struct rpcrdma_eng *e)
 {
-	return e->recvs_posted < e->in_use + 1;
+	return e->recvs_posted < e->in_use + 1 + rpcrdma__eng_bc_recvs(e);
 }
 
 static int send_call(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
@@ -636,6 +636,21 @@ static void settle_batched(struct rpcrdma_eng *e, const struct rpcrdma_eng_call 
 	}
 }
 
+/* A message that matches no call may be a backward-direction call (RFC 8167 §3.1). */
+static void unmatched(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len)
+{
+	struct rpcrdma_msg_storage st;
+	struct rpcrdma_decode_status ds;
+	struct rpcrdma_msg m;
+
+	rpcrdma_msg_bind(&m, &st);
+	if (rpcrdma_decode(buf, len, RPCRDMA_DIR_ANY, &e->cfg.limits, &m, &ds) == 0 &&
+	    rpcrdma__eng_bc_client_recv(e, &m, buf, len))
+		return;
+	/* a reply for nothing pending changes nothing, credits included */
+	rpcrdma__eng_count(e, RPCRDMA_EC_UNKNOWN_XID);
+}
+
 /* Returns whether the message answered a call (and so used that call's receive). */
 bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
 			      uint64_t now)
@@ -653,8 +668,7 @@ bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_
 		e->st.rcvd[rpcrdma__get32(buf + 12)]++;
 	c = find_sent(e, rpcrdma__get32(buf));
 	if (!c) {
-		/* a reply for nothing pending changes nothing, credits included */
-		rpcrdma__eng_count(e, RPCRDMA_EC_UNKNOWN_XID);
+		unmatched(e, buf, len);
 		return false;
 	}
 	/* the direction comes from the RPC message: a call here is a backward-direction call */
@@ -664,9 +678,11 @@ bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_
 		complete(e, c, -RPCRDMA_ERR_PROTO);
 		return true;
 	}
-	/* a DONE, or an RPC call (RFC 8167 backchannel, not served here) whose XID happens to
-	 * match, says nothing about our call */
-	if (c->msg.proc == RPCRDMA_DONE || c->msg.dir == RPCRDMA_DIR_CALL) {
+	/* a backward call whose XID happens to match one of ours says nothing of our call */
+	if (rpcrdma__eng_bc_client_recv(e, &c->msg, buf, len))
+		return false;
+	/* nor does a DONE */
+	if (c->msg.proc == RPCRDMA_DONE) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_UNEXPECTED);
 		return false;
 	}

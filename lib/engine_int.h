@@ -30,7 +30,14 @@ struct eng_op {
 };
 
 /* Who a Send buffer was used for: decides what its completion releases. */
-enum eng_send_for { SEND_CALL = 1, SEND_DONE, SEND_REPLY, SEND_ERROR };
+enum eng_send_for { SEND_CALL = 1, SEND_DONE, SEND_REPLY, SEND_ERROR, SEND_BACKWARD };
+
+/* Work that waits for a resource (Send buffer, receive buffer, send-queue room). */
+struct eng_task {
+	struct eng_task *next;
+	int (*resume)(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now);
+	bool queued;
+};
 
 /* A slot in the registered receive or send area. */
 struct eng_buf {
@@ -39,13 +46,8 @@ struct eng_buf {
 	struct eng_buf *next;     /* free list */
 	uint32_t send_for;        /* enum eng_send_for */
 	void *owner;              /* the req a reply Send belongs to */
-};
-
-/* Work that waits for a resource (Send buffer, receive buffer, send-queue room). */
-struct eng_task {
-	struct eng_task *next;
-	int (*resume)(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now);
-	bool queued;
+	struct eng_task task;     /* a backward message waiting for send-queue room */
+	uint32_t len, proc;       /* ... and what it posts then */
 };
 
 /* The inline stream and the read chunks to put back into it (RFC 5666 §3.4). */
@@ -169,6 +171,22 @@ struct rpcrdma_eng_req {
 	struct rpcrdma_msg in;
 };
 
+enum bcall_state { BC_WAITING = 1, BC_SENT, BC_FINISHED };
+
+/* Server: a backward-direction call (RFC 8167). */
+struct rpcrdma_eng_bcall {
+	struct rpcrdma_eng *e;
+	struct eng_link link;          /* in bc_waitq, then in bc_sent */
+	void *user;
+	const uint8_t *xdr;
+	uint32_t len, xid;
+	uint32_t state;                /* enum bcall_state */
+	bool abandoned;                /* freed by its owner: a late reply only frees it */
+	int status;
+	uint8_t *reply;
+	uint32_t reply_len;
+};
+
 struct rpcrdma_eng {
 	struct rpcrdma_eng_config cfg;
 	struct rpcrdma_eng_lower lo;
@@ -203,6 +221,14 @@ struct rpcrdma_eng {
 	uint32_t pool_taken;           /* receive buffers counted in cfg.pool */
 	uint32_t done_pending;
 	struct eng_list reqs;
+	/* backchannel (RFC 8167), engine_bc.c. Server: calls waiting for a backward
+	 * credit, calls sent; the client's last grant; receives posted for their replies.
+	 * Client: XIDs of backward calls awaiting our answer (cfg.bc_credits slots). */
+	struct eng_list bc_waitq, bc_sent;
+	uint32_t bc_granted, bc_inflight, bc_recvs;
+	uint32_t *bc_xids;
+	uint8_t *bc_held;
+	uint32_t bc_nheld;
 	/* reply-chunk (client) and call (server) buffers kept for reuse */
 	struct rpcrdma__bufcache cache;
 	/* work waiting for resources */
@@ -256,6 +282,19 @@ int rpcrdma__check_items(const struct rpcrdma_ddp_item *items, uint32_t nitems, 
 uint32_t rpcrdma__hdr_chunks_len(uint32_t nreads, uint32_t nwrite_chunks,
 				 uint32_t nwrite_segs, uint32_t reply_segs, bool has_reply);
 
+/* engine_bc.c: the backchannel, both roles */
+int rpcrdma__eng_bc_init(struct rpcrdma_eng *e);
+int rpcrdma__eng_bc_start(struct rpcrdma_eng *e);
+bool rpcrdma__eng_bc_client_recv(struct rpcrdma_eng *e, const struct rpcrdma_msg *m,
+				 const uint8_t *buf, uint32_t len);
+bool rpcrdma__eng_bc_server_recv(struct rpcrdma_eng *e, const struct rpcrdma_msg *m);
+bool rpcrdma__eng_is_reply(const struct rpcrdma_msg *m);
+void rpcrdma__eng_bc_pump(struct rpcrdma_eng *e);
+void rpcrdma__eng_bc_fail_all(struct rpcrdma_eng *e);
+void rpcrdma__eng_bc_destroy(struct rpcrdma_eng *e);
+uint32_t rpcrdma__eng_bc_recvs(const struct rpcrdma_eng *e);
+uint32_t rpcrdma__eng_bc_sends(const struct rpcrdma_eng *e);
+
 /* engine_client.c / engine_server.c */
 bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
 			      uint64_t now);
@@ -265,7 +304,7 @@ void rpcrdma__eng_client_done_sent(struct rpcrdma_eng *e);
 void rpcrdma__eng_client_fail_all(struct rpcrdma_eng *e, int reason);
 uint64_t rpcrdma__eng_client_tick(struct rpcrdma_eng *e, uint64_t now);
 void rpcrdma__eng_client_pump(struct rpcrdma_eng *e, uint64_t now);
-void rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
+bool rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
 			      uint64_t now);
 void rpcrdma__eng_server_rdma_done(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 				   int status, uint64_t now);

@@ -458,7 +458,9 @@ static bool answers_nothing(const uint8_t *buf, uint32_t len)
 	return proc == RPCRDMA_ERROR || proc == RPCRDMA_DONE;
 }
 
-void rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
+/* Returns whether the receive it used is posted again: not when it answered a backward
+ * call (RFC 8167), whose receive was posted for that answer alone. */
+bool rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len,
 			      uint64_t now)
 {
 	struct rpcrdma_msg_storage st;
@@ -470,7 +472,7 @@ void rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_
 		e->st.rcvd[rpcrdma__get32(buf + 12)]++;
 	if (len < 4) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_DECODE);   /* no XID to answer with */
-		return;
+		return true;
 	}
 	rpcrdma_msg_bind(&m, &st);
 	if (rpcrdma_decode(buf, len, RPCRDMA_DIR_CALL, &e->cfg.limits, &m, &ds)) {
@@ -479,27 +481,30 @@ void rpcrdma__eng_server_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_
 		rpcrdma__eng_count(e, RPCRDMA_EC_DECODE);
 		if (!answers_nothing(buf, len))
 			send_error(e, rpcrdma__get32(buf), ds.answer);
-		return;
+		return true;
 	}
+	if (rpcrdma__eng_bc_server_recv(e, &m))
+		return false;
 	switch (m.proc) {
 	case RPCRDMA_DONE:
 		on_done(e, m.xid);
-		return;
+		return true;
 	case RPCRDMA_ERROR:
 		rpcrdma__eng_count(e, RPCRDMA_EC_UNEXPECTED);
-		return;
+		return true;
 	case RPCRDMA_MSG:
 	case RPCRDMA_MSGP:
-		if (rpcrdma__get32(m.body + 4) != RPCRDMA_RPC_CALL) {
-			/* a backward-direction reply (RFC 8167): no backchannel here */
-			rpcrdma__eng_count(e, RPCRDMA_EC_UNEXPECTED);
-			return;
+		if (rpcrdma__eng_is_reply(&m)) {
+			/* a reply to no backward call of ours */
+			rpcrdma__eng_count(e, RPCRDMA_EC_UNKNOWN_XID);
+			return true;
 		}
 		break;
 	default:
 		break;
 	}
 	new_request(e, &m);
+	return true;
 }
 
 /* ---- RDMA completions ---- */

@@ -12,6 +12,7 @@
 #include "prov_mock.h"
 
 #define MAXQ 64
+#define ANY_RC 1
 
 struct side {
 	struct rpcrdma_eng *eng;
@@ -36,6 +37,20 @@ struct rig {
 	/* client */
 	struct echo_slot slots[MAXQ];
 	int nslots, completed;
+	/* backchannel (RFC 8167): the client answers backward echo calls */
+	int bc_hold;                /* keep them unanswered (their XIDs in bc_held) */
+	uint32_t bc_held[MAXQ];
+	int bc_nheld;
+	uint32_t bc_order[MAXQ];    /* XIDs of the backward calls, in the order handed up */
+	int bc_requests, bc_bad;
+	struct bslot {
+		uint32_t xid, len;
+		uint8_t *xdr;
+		struct rpcrdma_eng_bcall *b;
+		int done, status, verified;
+		uint32_t accept_stat;   /* of the reply (RFC 5531), when it has one */
+	} bslots[MAXQ];
+	int nbslots;
 };
 
 /* ---- server upper face ---- */
@@ -105,6 +120,73 @@ static void cl_fatal(void *ctx, int reason)
 	((struct rig *)ctx)->cl.fatal++;
 }
 
+/* ---- the backchannel's upper faces: a backward echo, inline both ways ---- */
+
+static int bc_answer(struct rig *g, uint32_t xid, int expect_rc)
+{
+	const struct bslot *b = NULL;
+	uint8_t *rep;
+	uint32_t n, len;
+	int i, rc;
+
+	for (i = 0; i < g->nbslots; i++)
+		if (g->bslots[i].xid == xid)
+			b = &g->bslots[i];
+	len = b ? b->len : 0;
+	rep = malloc(ECHO_REPLY_HDR + 8 + len);
+	if (!rep)
+		abort();
+	put32(rep, xid);
+	put32(rep + 4, 1);
+	memset(rep + 8, 0, 16);
+	put32(rep + ECHO_REPLY_HDR, len);
+	fill_pattern(rep + ECHO_REPLY_HDR + 4, xid, len);
+	n = ECHO_REPLY_HDR + 4 + ((len + 3) & ~3u);
+	memset(rep + ECHO_REPLY_HDR + 4 + len, 0, n - ECHO_REPLY_HDR - 4 - len);
+	rc = rpcrdma_eng_bc_reply(g->cl.eng, xid, rep, n, g->now);
+	free(rep);
+	if (expect_rc != ANY_RC)
+		CHECK_EQ_U((uint32_t)rc, (uint32_t)expect_rc);
+	return rc;
+}
+
+static void on_bc_request(void *ctx, uint32_t xid, const void *call, uint32_t len)
+{
+	struct rig *g = ctx;
+	uint32_t dlen;
+	const uint8_t *data = echo_opaque(call, len, ECHO_CALL_HDR, 0, 0, 0, &dlen);
+
+	if (!data || get32(call) != xid || check_pattern(data, xid, dlen) != dlen)
+		g->bc_bad++;
+	if (g->bc_requests < MAXQ)
+		g->bc_order[g->bc_requests] = xid;
+	g->bc_requests++;
+	if (g->bc_hold && g->bc_nheld < MAXQ) {
+		g->bc_held[g->bc_nheld++] = xid;
+		return;
+	}
+	bc_answer(g, xid, ANY_RC);
+}
+
+static void on_bc_done(void *ctx, struct rpcrdma_eng_bcall *b)
+{
+	struct bslot *s = rpcrdma_eng_bcall_user(b);
+	uint32_t rlen, dlen;
+	const uint8_t *rep = rpcrdma_eng_bcall_reply(b, &rlen), *data;
+
+	(void)ctx;
+	s->done = 1;
+	s->status = rpcrdma_eng_bcall_status(b);
+	if (!s->status && rlen >= 24)
+		s->accept_stat = get32(rep + 20);
+	if (!s->status && rep && rlen >= 8 && get32(rep) == s->xid && get32(rep + 4) == 1) {
+		data = echo_opaque(rep, rlen, ECHO_REPLY_HDR, 0, 0, 0, &dlen);
+		s->verified = data && dlen == s->len && check_pattern(data, s->xid, dlen) == dlen;
+	}
+	rpcrdma_eng_bcall_free(b);
+	s->b = NULL;
+}
+
 /* ---- rig ---- */
 
 typedef void (*cfg_fn)(struct rpcrdma_eng_config *cl, struct rpcrdma_eng_config *sv);
@@ -114,9 +196,11 @@ static void rig_up_on(struct rig *g, cfg_fn tweak, const struct rpcrdma_mock_fau
 {
 	struct rpcrdma_eng_config cc, sc;
 	struct rpcrdma_eng_lower lo;
-	struct rpcrdma_eng_upper cu = { .ctx = g, .call_done = on_call_done, .fatal = cl_fatal };
+	struct rpcrdma_eng_upper cu = { .ctx = g, .call_done = on_call_done, .fatal = cl_fatal,
+					.bc_request = on_bc_request };
 	struct rpcrdma_eng_upper su = { .ctx = g, .request = on_request,
-					.reply_done = on_reply_done, .fatal = sv_fatal };
+					.reply_done = on_reply_done, .fatal = sv_fatal,
+					.bc_done = on_bc_done };
 	uint8_t cpd[16], spd[16];
 	int cn, sn;
 	size_t plen;
@@ -204,6 +288,10 @@ static void free_slots(struct rig *g)
 
 	for (i = 0; i < g->nslots; i++)
 		echo_slot_free(&g->slots[i]);
+	for (i = 0; i < g->nbslots; i++) {
+		free(g->bslots[i].xdr);
+		g->bslots[i].xdr = NULL;
+	}
 }
 
 /* Tear down and check nothing is left registered or pending. */
@@ -227,8 +315,6 @@ static void rig_down(struct rig *g)
 	free_slots(g);
 }
 
-#define ANY_RC 1
-
 /* Start an echo call of len bytes. ddp_arg: the argument as a read chunk; ddp_res: a
  * result buffer offered (write chunk); max_reply: the reply's size bound. */
 static struct echo_slot *start(struct rig *g, uint32_t len, int ddp_arg, int ddp_res,
@@ -246,6 +332,34 @@ static struct echo_slot *start(struct rig *g, uint32_t len, int ddp_arg, int ddp
 		s->status = rc;
 	}
 	return s;
+}
+
+/* The server calls the client back: a backward echo call of len bytes, inline. */
+static struct bslot *start_bc(struct rig *g, uint32_t len, int expect_rc)
+{
+	struct bslot *b = &g->bslots[g->nbslots++];
+	uint8_t *data = malloc(len + 1);
+	struct rpcrdma_ddp_item unused;
+	uint32_t n;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	b->xid = 0x8000u + (uint32_t)g->nbslots * 13u;
+	b->len = len;
+	b->xdr = malloc(ECHO_CALL_HDR + 8 + len);
+	if (!data || !b->xdr)
+		abort();
+	fill_pattern(data, b->xid, len);
+	n = echo_call(b->xdr, b->xid, data, len, 0, &unused);
+	free(data);
+	rc = rpcrdma_eng_bc_call(g->sv.eng, b->xdr, n, b, g->now, &b->b);
+	if (expect_rc != ANY_RC)
+		CHECK_EQ_U((uint32_t)rc, (uint32_t)expect_rc);
+	if (rc) {
+		b->done = 1;
+		b->status = rc;
+	}
+	return b;
 }
 
 static void stats(struct rig *g, struct rpcrdma_eng_stats *c, struct rpcrdma_eng_stats *s)
@@ -924,10 +1038,12 @@ static void raw_up(struct raw_rig *x, uint32_t role, cfg_fn tweak)
 	if (role == RPCRDMA_ENG_CLIENT) {
 		up.call_done = on_call_done;
 		up.fatal = cl_fatal;
+		up.bc_request = on_bc_request;
 	} else {
 		up.request = on_request;
 		up.reply_done = on_reply_done;
 		up.fatal = sv_fatal;
+		up.bc_done = on_bc_done;
 	}
 	rpcrdma_eng_lower_ep(&lo, x->g.p, s->ep);
 	CHECK_EQ_I(rpcrdma_eng_create(&cfg, &up, &s->eng), 0);
@@ -1373,7 +1489,8 @@ static void test_client_credits_and_errors(void)
 	raw_pump(&x);
 	CHECK(x.g.slots[4].done);
 	CHECK_EQ_U((uint32_t)x.g.slots[4].status, (uint32_t)-RPCRDMA_ERR_PROTO);
-	/* an RDMA_DONE and an RPC call (backchannel) sent to a client: counted, dropped */
+	/* an RDMA_DONE sent to a client: counted, dropped; an RPC call (backchannel) to a
+	 * client that offered none: answered PROG_UNAVAIL (RFC 8167 §4.3.3), its call kept */
 	xid = client_call_raw(&x, 8, out);
 	n = raw_msg(m, xid, 1, 2, RPCRDMA_DONE, 0);
 	raw_send(&x.raw, m, n);
@@ -1382,6 +1499,13 @@ static void test_client_credits_and_errors(void)
 	raw_send(&x.raw, m, n);
 	raw_pump(&x);
 	CHECK(!x.g.slots[5].done);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 28 + 24);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_MSG);
+	CHECK_EQ_U(get32(out + 8), 0);             /* no backward credits */
+	CHECK_EQ_U(get32(out + 28), xid);
+	CHECK_EQ_U(get32(out + 32), 1);            /* REPLY */
+	CHECK_EQ_U(get32(out + 36), 0);            /* MSG_ACCEPTED */
+	CHECK_EQ_U(get32(out + 48), 1);            /* PROG_UNAVAIL */
 	/* ... and the call still gets its reply: a reply chunk it never offered */
 	n = raw_msg(m, xid, 1, 2, RPCRDMA_NOMSG, 0);
 	put32(m + 24, 1);                 /* reply chunk: one segment */
@@ -1395,7 +1519,8 @@ static void test_client_credits_and_errors(void)
 	CHECK(x.g.slots[5].done);
 	CHECK_EQ_U((uint32_t)x.g.slots[5].status, (uint32_t)-RPCRDMA_ERR_PROTO);
 	raw_down(&x);
-	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNEXPECTED], 2);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNEXPECTED], 1);
+	CHECK_EQ_U(x.st.bc_refused, 1);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_CHUNK_MISMATCH], 2);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_VERS_RCVD], 1);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_RCVD], 1);
@@ -1809,12 +1934,17 @@ static void test_call_arg_checks(void)
 	rig_down(&g);
 }
 
+static int sweep_bc;   /* fault sweeps: backward calls too */
+
 static void full_exchange(struct rig *g, int n)
 {
 	int i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		start(g, 6000 + (uint32_t)i, 1, 1, 9000, ANY_RC);
+		if (sweep_bc)
+			start_bc(g, 100 + (uint32_t)i * 50, ANY_RC);
+	}
 	start(g, 9000, 0, 0, 9100, ANY_RC);   /* long call, long reply */
 	pump(g);
 }
@@ -1863,6 +1993,12 @@ static void fault_sweep(int kind, cfg_fn cfg)
 				total_err++;
 			}
 		}
+		for (i = 0; i < g.nbslots; i++) {
+			if (kind >= 3)
+				CHECK(g.bslots[i].done && g.bslots[i].verified);
+			if (g.bslots[i].done && g.bslots[i].status == 0 && kind != 2)
+				CHECK(g.bslots[i].verified);
+		}
 		if (kind >= 3)
 			CHECK_EQ_U(done, g.nslots);
 		if (kind == 4)   /* a full queue is no failure: everything completes */
@@ -1872,6 +2008,8 @@ static void fault_sweep(int kind, cfg_fn cfg)
 		rig_down(&g);
 		for (i = 0; i < g.nslots; i++)
 			CHECK(g.slots[i].done);
+		for (i = 0; i < g.nbslots; i++)
+			CHECK(g.bslots[i].done);
 	}
 	printf("  fault kind %d: %d calls ok, %d failed\n", kind, total_ok, total_err);
 	CHECK(total_err > 0 || kind >= 3);   /* delays and full queues fail nothing */
@@ -2047,6 +2185,416 @@ static void test_no_pdata_1024(void)
 	raw_down(&x);
 }
 
+/* ---- the backchannel (RFC 8167) ---- */
+
+static void bc4(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	c->bc_credits = 4;
+	s->bc_credits = 8;
+}
+
+/* Backward and forward calls interleaved on one connection, each verified byte for byte
+ * at both ends, handed up in the order sent. */
+static void test_bc_both_directions(void)
+{
+	struct rpcrdma_eng_stats cs, ss;
+	struct rig g;
+	int i;
+
+	rig_up(&g, bc4);
+	for (i = 0; i < 6; i++) {
+		start(&g, 100 + (uint32_t)i, 0, 0, REPLY_MAX(100u + (uint32_t)i), 0);
+		start_bc(&g, 200 + (uint32_t)i * 3, 0);
+	}
+	pump(&g);
+	for (i = 0; i < 6; i++) {
+		CHECK(g.slots[i].done && g.slots[i].status == 0 && g.slots[i].verified);
+		CHECK(g.bslots[i].done && g.bslots[i].status == 0 && g.bslots[i].verified);
+		CHECK_EQ_U(g.bc_order[i], g.bslots[i].xid);
+	}
+	CHECK_EQ_U(g.bc_bad, 0);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(ss.bc_calls, 6);
+	CHECK_EQ_U(ss.bc_replies, 6);
+	CHECK_EQ_U(cs.bc_calls, 6);
+	CHECK_EQ_U(cs.bc_replies, 6);
+	CHECK_EQ_U(cs.bc_refused + cs.bc_failed + ss.bc_failed, 0);
+	CHECK_EQ_U(ss.calls, 6);
+	CHECK_EQ_U(cs.replies, 6);
+	CHECK_EQ_U(cs.errors[RPCRDMA_EC_UNKNOWN_XID] + ss.errors[RPCRDMA_EC_UNKNOWN_XID], 0);
+	CHECK_EQ_U(rpcrdma_eng_bc_pending(g.sv.eng) + rpcrdma_eng_bc_pending(g.cl.eng), 0);
+	/* every receive posted for a backward reply was used by it (server: 1 per grant) */
+	CHECK_EQ_U(ss.recvs_posted, ss.credits_granted);
+	/* a client keeps its backward receives posted, its forward calls all answered */
+	CHECK_EQ_U(cs.recvs_posted, 4);
+	rig_down(&g);
+}
+
+static void bc2_fwd2(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	c->max_credits = 2;
+	c->bc_credits = 2;
+	s->bc_credits = 8;
+}
+
+static void answer_held(struct rig *g)
+{
+	int i;
+
+	for (i = 0; i < g->nheld; i++)
+		answer(g, g->held[i]);
+	g->nheld = 0;
+	for (i = 0; i < g->bc_nheld; i++)
+		bc_answer(g, g->bc_held[i], 0);
+	g->bc_nheld = 0;
+}
+
+/* Credits exhausted in both directions at once: the client's forward calls wait for
+ * forward credits while the server's backward calls wait for backward ones; each grant
+ * comes from its own direction's replies (RFC 8167 §4.1), neither starves the other, and
+ * neither side ever has more outstanding than granted. */
+static void test_bc_credits_each_direction(void)
+{
+	struct rpcrdma_eng_stats cs, ss;
+	struct rig g;
+	int i, rounds = 0;
+
+	rig_up(&g, bc2_fwd2);
+	g.hold = 1;
+	g.bc_hold = 1;
+	for (i = 0; i < 7; i++) {
+		start(&g, 64, 0, 0, REPLY_MAX(64), 0);
+		start_bc(&g, 64, 0);
+	}
+	pump(&g);
+	/* one credit each way at first (RFC 8166 §3.3.3, RFC 8167 §4.1) */
+	CHECK_EQ_I(g.requests, 1);
+	CHECK_EQ_I(g.bc_requests, 1);
+	CHECK_EQ_U(rpcrdma_eng_bc_pending(g.sv.eng), 7);
+	CHECK_EQ_U(rpcrdma_eng_bc_pending(g.cl.eng), 1);
+	while (g.completed < 7 || g.bc_requests < 7 || g.nheld || g.bc_nheld) {
+		CHECK(g.nheld <= 2 && g.bc_nheld <= 2);
+		CHECK(++rounds < 20);
+		if (rounds >= 20)
+			break;
+		answer_held(&g);
+		pump(&g);
+	}
+	/* the second round already had both grants at 2 */
+	CHECK(rounds <= 5);
+	for (i = 0; i < 7; i++) {
+		CHECK(g.slots[i].done && g.slots[i].verified);
+		CHECK(g.bslots[i].done && g.bslots[i].verified);
+		CHECK_EQ_U(g.bc_order[i], g.bslots[i].xid);
+	}
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.credits_max, 2);
+	CHECK_EQ_U(cs.errors[RPCRDMA_EC_CREDIT_OVERRUN] + ss.errors[RPCRDMA_EC_CREDIT_OVERRUN], 0);
+	CHECK_EQ_U(cs.bc_refused, 0);
+	rig_down(&g);
+}
+
+/* A client that offered no backchannel answers a backward call PROG_UNAVAIL (RFC 8167
+ * §4.3.3: the server should not have called, and gets an answer rather than a lost
+ * connection); the forward direction carries on. */
+static void test_bc_no_backchannel(void)
+{
+	struct rpcrdma_eng_stats cs;
+	struct bslot *b;
+	struct rig g;
+
+	rig_up(&g, NULL);
+	b = start_bc(&g, 40, 0);
+	start(&g, 300, 1, 1, REPLY_MAX(300), 0);
+	pump(&g);
+	CHECK(b->done);
+	CHECK_EQ_I(b->status, 0);
+	CHECK_EQ_U(b->accept_stat, 1);        /* PROG_UNAVAIL */
+	CHECK_EQ_I(g.bc_requests, 0);
+	CHECK(g.slots[0].done && g.slots[0].verified);
+	b = start_bc(&g, 40, 0);              /* a grant of 0 does not stop the next one */
+	pump(&g);
+	CHECK(b->done && b->accept_stat == 1);
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.bc_refused, 2);
+	CHECK_EQ_U(g.cl.fatal + g.sv.fatal, 0);
+	rig_down(&g);
+}
+
+/* Backward messages are inline only (RFC 8167 §4.2, §5.3): a call longer than the
+ * client's receive buffers is refused before it goes; a reply longer than the server's
+ * gets the server an RDMA_ERROR/ERR_CHUNK for that call. */
+static void test_bc_too_long(void)
+{
+	struct rpcrdma_eng_stats cs, ss;
+	struct bslot *b;
+	struct rig g;
+	uint8_t *big;
+
+	rig_up(&g, bc4);
+	b = start_bc(&g, 4096 - 28 - 44 + 1, -RPCRDMA_ERR_NOSPC);
+	CHECK(b->done);
+	b = start_bc(&g, 4096 - 28 - 44, 0);   /* exactly the client's 4096 bytes */
+	pump(&g);
+	CHECK(b->done && b->status == 0 && b->verified);
+	g.bc_hold = 1;
+	b = start_bc(&g, 8, 0);
+	pump(&g);
+	CHECK_EQ_I(g.bc_nheld, 1);
+	big = calloc(1, 5000);
+	put32(big, b->xid);
+	put32(big + 4, 1);
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_bc_reply(g.cl.eng, b->xid, big, 5000, g.now),
+		   (uint32_t)-RPCRDMA_ERR_NOSPC);
+	/* answered once: the slot is free */
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_bc_reply(g.cl.eng, b->xid, big, 40, g.now),
+		   (uint32_t)-RPCRDMA_ERR_INVAL);
+	free(big);
+	g.bc_nheld = 0;
+	pump(&g);
+	CHECK(b->done);
+	CHECK_EQ_U((uint32_t)b->status, (uint32_t)-RPCRDMA_ERR_PROTO);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.bc_failed, 1);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_ERR_CHUNK_RCVD], 1);
+	CHECK_EQ_U(ss.bc_failed, 1);
+	/* the connection still works both ways */
+	g.bc_hold = 0;
+	b = start_bc(&g, 8, 0);
+	start(&g, 8, 0, 0, REPLY_MAX(8), 0);
+	pump(&g);
+	CHECK(b->done && b->verified && g.slots[0].verified);
+	rig_down(&g);
+}
+
+/* Argument checks, and a reply to a call the client does not hold. */
+static void test_bc_arg_checks(void)
+{
+	struct rpcrdma_eng_bcall *b;
+	struct rig g;
+	uint8_t x[64];
+
+	rig_up(&g, bc4);
+	memset(x, 0, sizeof(x));
+	put32(x + 4, 1);   /* a reply is no call */
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_bc_call(g.sv.eng, x, 40, NULL, g.now, &b),
+		   (uint32_t)-RPCRDMA_ERR_INVAL);
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_bc_call(g.cl.eng, x, 40, NULL, g.now, &b),
+		   (uint32_t)-RPCRDMA_ERR_INVAL);   /* the client does not call back */
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_bc_call(g.sv.eng, x, 4, NULL, g.now, &b),
+		   (uint32_t)-RPCRDMA_ERR_INVAL);
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_bc_reply(g.cl.eng, 77, x, 40, g.now),
+		   (uint32_t)-RPCRDMA_ERR_INVAL);
+	CHECK_EQ_U((uint32_t)rpcrdma_eng_bc_reply(g.sv.eng, 77, x, 40, g.now),
+		   (uint32_t)-RPCRDMA_ERR_INVAL);
+	rpcrdma_eng_bcall_free(NULL);
+	rig_down(&g);
+}
+
+/* A disconnect with backward calls outstanding: waiting and sent ones fail with
+ * -RPCRDMA_ERR_DISCONN, the client's answer finds the connection gone, nothing leaks. */
+static void test_bc_disconnect(void)
+{
+	struct rig g;
+	int i;
+
+	rig_up(&g, bc4);
+	g.bc_hold = 1;
+	g.hold = 1;
+	for (i = 0; i < 4; i++) {
+		start_bc(&g, 32, 0);
+		start(&g, 32, 0, 0, REPLY_MAX(32), 0);
+	}
+	pump(&g);
+	CHECK_EQ_I(g.bc_nheld, 1);
+	rpcrdma_mock_disconnect(g.sv.ep);
+	pump(&g);
+	for (i = 0; i < 4; i++) {
+		CHECK(g.bslots[i].done);
+		CHECK_EQ_U((uint32_t)g.bslots[i].status, (uint32_t)-RPCRDMA_ERR_DISCONN);
+		CHECK(g.slots[i].done && g.slots[i].status == -RPCRDMA_ERR_DISCONN);
+	}
+	CHECK_EQ_U(rpcrdma_eng_bc_pending(g.sv.eng), 0);
+	CHECK_EQ_U(rpcrdma_eng_bc_pending(g.cl.eng), 0);
+	bc_answer(&g, g.bc_held[0], -RPCRDMA_ERR_INVAL);   /* forgotten with the connection */
+	g.bc_nheld = 0;
+	start_bc(&g, 32, -RPCRDMA_ERR_DISCONN);
+	rig_down(&g);
+}
+
+/* An abandoned backward call: one waiting goes at once; one sent keeps its credit and
+ * receive until its reply, which is dropped; the next call goes on. */
+static void test_bc_abandon(void)
+{
+	struct rpcrdma_eng_stats ss;
+	struct bslot *a, *b, *c;
+	struct rig g;
+
+	rig_up(&g, bc4);
+	g.bc_hold = 1;
+	a = start_bc(&g, 16, 0);
+	b = start_bc(&g, 16, 0);
+	pump(&g);
+	CHECK_EQ_I(g.bc_nheld, 1);                 /* one backward credit at first */
+	rpcrdma_eng_bcall_free(a->b);
+	rpcrdma_eng_bcall_free(b->b);
+	a->b = b->b = NULL;
+	CHECK_EQ_U(rpcrdma_eng_bc_pending(g.sv.eng), 1);   /* the sent one */
+	g.bc_hold = 0;
+	answer_held(&g);
+	pump(&g);
+	CHECK(!a->done && !b->done);
+	CHECK_EQ_U(rpcrdma_eng_bc_pending(g.sv.eng), 0);
+	c = start_bc(&g, 16, 0);
+	pump(&g);
+	CHECK(c->done && c->verified);
+	CHECK_EQ_I(g.bc_requests, 2);
+	rpcrdma_eng_stats(g.sv.eng, &ss);
+	CHECK_EQ_U(ss.recvs_posted, 1);   /* the first credit's: no backward reply owed */
+	rig_down(&g);
+}
+
+static void bc1(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	c->bc_credits = 1;
+	s->bc_credits = 1;
+}
+
+/* The client's side against hand-written messages: its backward receives are posted
+ * before it makes any call (RFC 8167 §4.3.1); a call beyond its grant is answered
+ * SYSTEM_ERR, one with chunks RDMA_ERROR/ERR_CHUNK (§5.3); its reply is RDMA_MSG with
+ * empty lists, the grant in its credit field (§5.2). */
+static void test_bc_client_wire(void)
+{
+	struct raw_rig x;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t n;
+
+	raw_up(&x, RPCRDMA_ENG_CLIENT, bc1);
+	raw_post_recvs(&x.raw, 4);
+	x.g.bc_hold = 1;
+	n = raw_msg(m, 0x900, 1, 5, RPCRDMA_MSG, 1);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK_EQ_I(x.g.bc_requests, 1);
+	CHECK_EQ_I(x.g.bc_bad, 0);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 0);
+	n = raw_msg(m, 0x901, 1, 5, RPCRDMA_MSG, 1);    /* over the grant of 1 */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK_EQ_I(x.g.bc_requests, 1);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 28 + 24);
+	CHECK_EQ_U(get32(out), 0x901);
+	CHECK_EQ_U(get32(out + 8), 1);
+	CHECK_EQ_U(get32(out + 48), 5);                 /* SYSTEM_ERR */
+	/* a backward call with a read chunk */
+	put32(m, 0x902);
+	put32(m + 16, 1);
+	put32(m + 20, 44);     /* position: the echo's data */
+	put32(m + 24, 0x55);   /* handle */
+	put32(m + 28, 8);
+	put32(m + 32, 0);
+	put32(m + 36, 0);
+	put32(m + 40, 0);      /* end of read list */
+	put32(m + 44, 0);
+	put32(m + 48, 0);
+	n = echo_call(m + 52, 0x902, (const uint8_t *)"abcd", 4, 0, &(struct rpcrdma_ddp_item){ 0 });
+	raw_send(&x.raw, m, 52 + n);
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 20);
+	CHECK_EQ_U(get32(out), 0x902);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_ERROR);
+	CHECK_EQ_U(get32(out + 16), RPCRDMA_WIRE_ERR_CHUNK);
+	/* the held call answered */
+	x.g.bc_nheld = 0;
+	bc_answer(&x.g, 0x900, 0);
+	raw_pump(&x);
+	n = raw_poll(&x.raw, out, NULL);
+	CHECK_EQ_U(n, 28 + ECHO_REPLY_HDR + 4);
+	CHECK_EQ_U(get32(out), 0x900);
+	CHECK_EQ_U(get32(out + 4), 1);
+	CHECK_EQ_U(get32(out + 8), 1);                  /* the backward grant */
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_MSG);
+	CHECK_EQ_U(get32(out + 16) | get32(out + 20) | get32(out + 24), 0);
+	CHECK_EQ_U(get32(out + 28), 0x900);
+	CHECK_EQ_U(get32(out + 32), 1);                 /* REPLY */
+	raw_down(&x);
+	CHECK_EQ_U(x.st.bc_calls, 3);
+	CHECK_EQ_U(x.st.bc_refused, 2);
+	CHECK_EQ_U(x.st.bc_replies, 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_CREDIT_OVERRUN], 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 1);
+}
+
+/* The server's side: its backward call is RDMA_MSG with empty lists, the backward
+ * credits it asks for in the credit field, a receive posted for the reply first
+ * (§5.1); a reply for no call is counted and changes nothing; an RDMA_ERROR fails its
+ * call; the grant of each reply bounds the calls in flight. */
+static void test_bc_server_wire(void)
+{
+	struct rpcrdma_eng_stats st;
+	struct raw_rig x;
+	struct bslot *a, *b;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t n;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, bc4);
+	raw_post_recvs(&x.raw, 4);
+	a = start_bc(&x.g, 12, 0);
+	raw_pump(&x);
+	rpcrdma_eng_stats(x.g.sv.eng, &st);
+	CHECK_EQ_U(st.recvs_posted, 2);                 /* the first credit's and the reply's */
+	n = raw_poll(&x.raw, out, NULL);
+	CHECK_EQ_U(n, 28 + ECHO_CALL_HDR + 4 + 12);
+	CHECK_EQ_U(get32(out), a->xid);
+	CHECK_EQ_U(get32(out + 8), 8);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_MSG);
+	CHECK_EQ_U(get32(out + 16) | get32(out + 20) | get32(out + 24), 0);
+	CHECK_EQ_U(get32(out + 28), a->xid);
+	CHECK_EQ_U(get32(out + 32), 0);                 /* CALL */
+	b = start_bc(&x.g, 12, 0);                      /* waits: one backward credit */
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 0);
+	/* a reply to nothing */
+	n = raw_reply(m, 0x4444, 2);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(!a->done);
+	/* a's reply grants 2: b goes */
+	n = raw_reply(m, a->xid, 2);
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(a->done && a->status == 0);
+	n = raw_poll(&x.raw, out, NULL);
+	CHECK_EQ_U(get32(out), b->xid);
+	/* b answered RDMA_ERROR */
+	n = raw_msg(m, b->xid, 1, 2, RPCRDMA_ERROR, 0);
+	put32(m + 16, RPCRDMA_WIRE_ERR_CHUNK);
+	raw_send(&x.raw, m, 20);
+	raw_pump(&x);
+	CHECK(b->done);
+	CHECK_EQ_U((uint32_t)b->status, (uint32_t)-RPCRDMA_ERR_PROTO);
+	rpcrdma_eng_stats(x.g.sv.eng, &st);
+	CHECK_EQ_U(st.recvs_posted, 1);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNKNOWN_XID], 1);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_RCVD], 1);
+	CHECK_EQ_U(x.st.bc_calls, 2);
+	CHECK_EQ_U(x.st.bc_failed, 1);
+	CHECK_EQ_U(x.g.sv.fatal, 0);
+}
+
+/* The fault sweeps with backward calls beside the forward ones. */
+static void test_fault_bc(void)
+{
+	int k;
+
+	sweep_bc = 1;
+	for (k = 0; k < 5; k++)
+		fault_sweep(k, bc4);
+	sweep_bc = 0;
+}
+
 int main(int argc, char **argv)
 {
 	HARNESS_BEGIN(argc, argv);
@@ -2097,5 +2645,15 @@ int main(int argc, char **argv)
 	RUN(test_fault_queue_full);
 	RUN(test_fault_queue_full_rrc);
 	RUN(test_fault_rrc);
+	RUN(test_bc_both_directions);
+	RUN(test_bc_credits_each_direction);
+	RUN(test_bc_no_backchannel);
+	RUN(test_bc_too_long);
+	RUN(test_bc_arg_checks);
+	RUN(test_bc_disconnect);
+	RUN(test_bc_abandon);
+	RUN(test_bc_client_wire);
+	RUN(test_bc_server_wire);
+	RUN(test_fault_bc);
 	HARNESS_END();
 }

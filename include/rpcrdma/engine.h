@@ -33,6 +33,7 @@ extern "C" {
 struct rpcrdma_eng;
 struct rpcrdma_eng_call;   /* requester: one RPC call in progress */
 struct rpcrdma_eng_req;    /* responder: one RPC call received */
+struct rpcrdma_eng_bcall;  /* responder: one backward-direction call it made (RFC 8167) */
 
 enum rpcrdma_eng_role { RPCRDMA_ENG_CLIENT = 1, RPCRDMA_ENG_SERVER = 2 };
 
@@ -68,7 +69,12 @@ struct rpcrdma_eng_config {
 				       beside the position-zero chunk; 0 (default): they go
 				       inline in it, the one form Linux servers take */
 	struct rpcrdma_credit_pool *pool; /* server: shared receive budget, NULL for none */
-	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
+	uint32_t bc_credits;        /* backchannel (RFC 8167). Client: backward calls it takes
+				       at once (receives posted for them, granted in its
+				       backward replies); 0: none (a backward call is answered
+				       PROG_UNAVAIL). Server: backward calls in flight at most */
+	uint32_t reserved32;
+	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
 };
 
 /* Read chunks in replies (RFC 5666 §3.5, §3.8; withdrawn by RFC 8166): a client engine
@@ -111,6 +117,12 @@ struct rpcrdma_eng_upper {
 	/* the engine found a connection error (reason is a negative RPCRDMA_ERR_*): the owner
 	 * should close the endpoint. Pending work has already failed. */
 	void (*fatal)(void *ctx, int reason);
+	/* client: a backward-direction call arrived (RFC 8167): the whole RPC call, valid
+	 * during the callback only. Answer it with rpcrdma_eng_bc_reply(xid) */
+	void (*bc_request)(void *ctx, uint32_t xid, const void *call, uint32_t len);
+	/* server: backward call b finished (rpcrdma_eng_bcall_status); free it with
+	 * rpcrdma_eng_bcall_free */
+	void (*bc_done)(void *ctx, struct rpcrdma_eng_bcall *b);
 };
 
 /* ---- upper-face data ---- */
@@ -250,6 +262,35 @@ RPCRDMA_API void rpcrdma_eng_req_drop(struct rpcrdma_eng *e, struct rpcrdma_eng_
  * maxrdmaread reports, RFC 5666 §6.2). */
 RPCRDMA_API uint32_t rpcrdma_eng_max_reads(const struct rpcrdma_eng *e);
 
+/* ---- backchannel (RFC 8167): calls from the responder to the requester ----
+ * Inline only, in both directions (RDMA_MSG, empty chunk lists: RFC 8167 §5), with
+ * credits and receives accounted apart from the forward direction's (§4). */
+
+/* Server: call the client back. xdr is the whole RPC call (its XID first); it must stay
+ * valid until bc_done. The call waits for a backward credit (the client's last backward
+ * reply grants them; 1 at first) and goes inline: -RPCRDMA_ERR_NOSPC when it is longer
+ * than the client's receive buffers, -RPCRDMA_ERR_DISCONN when the connection is gone.
+ * Status of a finished call: 0 (its reply is in rpcrdma_eng_bcall_reply), or
+ * -RPCRDMA_ERR_PROTO (the client answered RDMA_ERROR, or broke the rules),
+ * -RPCRDMA_ERR_DISCONN. */
+RPCRDMA_API int rpcrdma_eng_bc_call(struct rpcrdma_eng *e, const void *xdr, uint32_t len,
+				    void *user, uint64_t now_ms, struct rpcrdma_eng_bcall **out);
+RPCRDMA_API void *rpcrdma_eng_bcall_user(const struct rpcrdma_eng_bcall *b);
+RPCRDMA_API int rpcrdma_eng_bcall_status(const struct rpcrdma_eng_bcall *b);
+RPCRDMA_API const void *rpcrdma_eng_bcall_reply(const struct rpcrdma_eng_bcall *b, uint32_t *len);
+/* Free a finished call; on one in progress, abandon it: no bc_done follows, and a call
+ * already sent keeps its backward credit until its reply (dropped) or the connection's
+ * end. */
+RPCRDMA_API void rpcrdma_eng_bcall_free(struct rpcrdma_eng_bcall *b);
+/* Client: answer backward call xid with the whole RPC reply. -RPCRDMA_ERR_INVAL: no such
+ * call is waiting for an answer; -RPCRDMA_ERR_NOSPC: longer than the server's receive
+ * buffers (the server gets RDMA_ERROR/ERR_CHUNK instead); -RPCRDMA_ERR_DISCONN. The call
+ * is answered (its slot free) whatever the result. */
+RPCRDMA_API int rpcrdma_eng_bc_reply(struct rpcrdma_eng *e, uint32_t xid, const void *xdr,
+				     uint32_t len, uint64_t now_ms);
+/* Backward calls in progress (server: waiting or sent; client: awaiting our answer). */
+RPCRDMA_API uint32_t rpcrdma_eng_bc_pending(const struct rpcrdma_eng *e);
+
 /* ---- RDMA_MSGP (RFC 5666 §4.3) ---- */
 
 /* Pad bytes a padded message carries before the data of an opaque item of len bytes
@@ -295,6 +336,12 @@ struct rpcrdma_eng_stats {
 	uint64_t credit_waits;      /* client: calls that had to wait for a credit */
 	uint64_t recvs_posted;      /* now */
 	uint64_t mrs_live;          /* registrations held now */
+	/* backchannel (RFC 8167): calls sent (server) or received (client); replies
+	 * received (server) or sent (client); backward calls a client answered itself
+	 * (no backchannel: PROG_UNAVAIL; over its grant: SYSTEM_ERR; chunks: ERR_CHUNK);
+	 * backward calls that failed (server: RDMA_ERROR, disconnect; client: reply too
+	 * long) */
+	uint64_t bc_calls, bc_replies, bc_refused, bc_failed;
 	uint64_t errors[RPCRDMA_EC_COUNT];
 	uint32_t inline_send, inline_recv;         /* thresholds in effect */
 	uint64_t reserved[16];      /* zero: room for counters to come without an ABI break */
