@@ -33,6 +33,7 @@
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 #define HK_IDLE_MS 1000
+#define DEF_BC_CREDITS 4   /* calls from the server taken at once (RFC 8167) */
 
 struct rdma_clnt;
 
@@ -102,6 +103,7 @@ struct rdma_clnt {
 	int hk_started, hk_stop;
 	int ccp_done;
 	struct rpcrdma_ccp_res ccp;
+	struct rpcrdma__cbsvc *cb;   /* calls from the server (RFC 8167) */
 	char errtext[200];
 };
 
@@ -478,6 +480,31 @@ static void on_call_done(void *ctx, struct rpcrdma_eng_call *ec)
 	}
 }
 
+/* A backward call: kept for the background thread, which dispatches it unlocked. */
+static void hk_wake(struct rdma_clnt *ct);
+
+static void on_bc_request(void *ctx, uint32_t xid, const void *call, uint32_t len)
+{
+	struct rdma_clnt *ct = ctx;
+
+	if (rpcrdma__cb_enqueue(ct->cb, xid, ct->connects, call, len) == 0)
+		hk_wake(ct);
+}
+
+/* A dispatch function's reply, on the connection its call came on (else it is lost with
+ * that connection, as over TCP). */
+static int cb_send(void *ctx, uint32_t xid, uint64_t gen, const void *xdr, uint32_t len)
+{
+	struct rdma_clnt *ct = ctx;
+	int rc = -RPCRDMA_ERR_DISCONN;
+
+	pthread_mutex_lock(&ct->lock);
+	if (ct->eng && ct->connects == gen)
+		rc = rpcrdma_eng_bc_reply(ct->eng, xid, xdr, len, rpcrdma__rpc_now());
+	pthread_mutex_unlock(&ct->lock);
+	return rc;
+}
+
 static void on_fatal(void *ctx, int reason)
 {
 	(void)ctx;
@@ -489,11 +516,13 @@ static void on_fatal(void *ctx, int reason)
 static int make_engine(struct rdma_clnt *ct)
 {
 	const struct rpcrdma_prov_caps *caps = rpcrdma_prov_caps(ct->p);
-	struct rpcrdma_eng_upper up = { .ctx = ct, .call_done = on_call_done, .fatal = on_fatal };
+	struct rpcrdma_eng_upper up = { .ctx = ct, .call_done = on_call_done, .fatal = on_fatal,
+					.bc_request = on_bc_request };
 	struct rpcrdma_eng_config cfg;
 
 	rpcrdma__eng_config_rpc(&cfg, RPCRDMA_ENG_CLIENT, caps, ct->opts.inline_size,
 				ct->opts.max_credits, ct->opts.msgp_align, ct->opts.msgp_thresh);
+	cfg.bc_credits = ct->opts.bc_credits;
 	if (cfg.max_message < ct->opts.max_reply)
 		cfg.max_message = ct->opts.max_reply;
 	return rpcrdma_eng_create(&cfg, &up, &ct->eng);
@@ -520,6 +549,7 @@ static int connect_engine(struct rdma_clnt *ct, int timeout_ms)
 		ct->addrlen = 0;
 	ct->svcaddr.buf = &ct->addr;
 	ct->svcaddr.len = ct->svcaddr.maxlen = (unsigned)ct->addrlen;
+	rpcrdma__cb_set_peer(ct->cb, &ct->svcaddr, ct->addrlen && ct->addr.ss_family == AF_INET6);
 	return rc;
 }
 
@@ -793,7 +823,17 @@ static void *housekeeper(void *arg)
 		uint64_t ka_due = ct->last_rx + (uint64_t)ct->opts.keepalive_ms;
 		int ka_on = ct->opts.keepalive_ms && conn_alive(ct);
 
-		if (!ct->nwaiters && (background_calls(ct) || (ka_on && now >= ka_due))) {
+		if (rpcrdma__cb_pending(ct->cb)) {
+			/* unlocked: a dispatch function may call this client */
+			pthread_mutex_unlock(&ct->lock);
+			rpcrdma__cb_run(ct->cb);
+			pthread_mutex_lock(&ct->lock);
+			continue;
+		}
+		/* with a callback program, the connection is driven so that calls from the
+		 * server arrive while nobody calls */
+		if (!ct->nwaiters && (background_calls(ct) || (ka_on && now >= ka_due) ||
+				      (conn_alive(ct) && rpcrdma__cb_active(ct->cb)))) {
 			int none = drive(ct, WAIT_SLICE_MS,
 					 now + (uint64_t)ct->opts.connect_timeout_ms);
 
@@ -1087,6 +1127,7 @@ static void rdma_destroy(CLIENT *cl)
 	}
 	pthread_mutex_unlock(&ct->lock);
 	/* cl_auth is the caller's, as with every libtirpc client: they destroy it */
+	rpcrdma__cb_destroy(ct->cb);
 	rpcrdma_prov_close(ct->p);
 	pthread_cond_destroy(&ct->hk_cv);
 	pthread_mutex_destroy(&ct->lock);
@@ -1325,6 +1366,8 @@ static void fill_defaults(struct rpcrdma_clnt_opts *o, const struct rpcrdma_clnt
 		o->max_reply = DEF_MAX_REPLY;
 	if (!o->connect_timeout_ms)
 		o->connect_timeout_ms = DEF_CONNECT_MS;
+	if (!o->bc_credits)
+		o->bc_credits = DEF_BC_CREDITS;
 }
 
 /* RFC 5666 §6.2: ask the server what it takes; adopt its inline size for our calls. */
@@ -1404,6 +1447,12 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 	if (getrandom(&ct->xid, sizeof(ct->xid), 0) != sizeof(ct->xid))
 		ct->xid = (uint32_t)getpid() ^ (uint32_t)rpcrdma__rpc_now();
 	init_lock(ct);
+	ct->cb = rpcrdma__cb_create(cb_send, ct);
+	if (!ct->cb) {
+		rpcrdma__create_err("out of memory");
+		create_error(RPC_SYSTEMERROR, ENOMEM);
+		goto out_free;
+	}
 	rc = rpcrdma_prov_open(ct->opts.provider, &ct->p, err, sizeof(err));
 	if (rc) {
 		rpcrdma__create_err("provider '%s': %s", ct->opts.provider ? ct->opts.provider : "tcp",
@@ -1457,9 +1506,30 @@ out_eng:
 out_prov:
 	rpcrdma_prov_close(ct->p);
 out_free:
+	rpcrdma__cb_destroy(ct->cb);
 	pthread_cond_destroy(&ct->hk_cv);
 	pthread_mutex_destroy(&ct->lock);
 	free(ct->host);
 	free(ct);
 	return NULL;
+}
+
+int clnt_rdma_set_callback(CLIENT *cl, rpcprog_t prog, rpcvers_t vers,
+			   rpcrdma_dispatch_fn dispatch)
+{
+	struct rdma_clnt *ct;
+
+	if (!cl || cl->cl_ops != &rdma_ops) {
+		errno = EINVAL;
+		return -1;
+	}
+	ct = (struct rdma_clnt *)cl->cl_private;
+	if (rpcrdma__cb_register(ct->cb, prog, vers, dispatch)) {
+		errno = ENOSPC;
+		return -1;
+	}
+	pthread_mutex_lock(&ct->lock);
+	hk_wake(ct);   /* it drives the connection from now on */
+	pthread_mutex_unlock(&ct->lock);
+	return 0;
 }

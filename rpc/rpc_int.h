@@ -79,6 +79,40 @@ void rpcrdma__create_err(const char *fmt, ...) __attribute__((format(printf, 1, 
 void rpcrdma__create_err_conn(int rc, const char *what, const char *host, unsigned port,
 			      int timeout_ms);
 
+/* cb_svc.c: a client's callback service (RFC 8167). send: answer backward call xid,
+ * which came on connection gen, with the reply xdr (0, or a negative RPCRDMA_ERR_*). */
+typedef int (*rpcrdma__cb_send_fn)(void *ctx, uint32_t xid, uint64_t gen, const void *xdr,
+				   uint32_t len);
+struct rpcrdma__cbsvc;
+struct rpcrdma__cbsvc *rpcrdma__cb_create(rpcrdma__cb_send_fn send, void *ctx);
+void rpcrdma__cb_destroy(struct rpcrdma__cbsvc *cb);
+void rpcrdma__cb_set_peer(struct rpcrdma__cbsvc *cb, const struct netbuf *addr, int v6);
+int rpcrdma__cb_register(struct rpcrdma__cbsvc *cb, rpcprog_t prog, rpcvers_t vers,
+			 rpcrdma_dispatch_fn dispatch);
+int rpcrdma__cb_active(struct rpcrdma__cbsvc *cb);
+int rpcrdma__cb_enqueue(struct rpcrdma__cbsvc *cb, uint32_t xid, uint64_t gen,
+			const void *call, uint32_t len);
+int rpcrdma__cb_pending(struct rpcrdma__cbsvc *cb);
+int rpcrdma__cb_run(struct rpcrdma__cbsvc *cb);
+
+/* svc_rdma.c, for svc_bc.c: a backward call on a connection, waited for. */
+struct rpcrdma__bcw {
+	pthread_cond_t cv;
+	int done, status;
+	uint8_t *reply;              /* malloc'd; the caller frees it */
+	uint32_t reply_len;
+	struct rpcrdma_eng_bcall *b;
+};
+/* Keep a connection's SVCXPRT (not freed until released); -1: not an RDMA connection. */
+int rpcrdma__svc_conn_hold(SVCXPRT *conn);
+void rpcrdma__svc_conn_release(SVCXPRT *conn);
+/* Send xdr (a whole RPC call) on conn and wait until its reply or deadline: 0 (the reply
+ * in w), or -RPCRDMA_ERR_TIMEDOUT, _DISCONN, _NOSPC (longer than the client takes
+ * inline), _PROTO (the client answered RDMA_ERROR), _AGAIN (called on the listener's
+ * progress thread, which alone could complete it). */
+int rpcrdma__svc_bc_call(SVCXPRT *conn, const void *xdr, uint32_t len, struct rpcrdma__bcw *w,
+			 uint64_t deadline);
+
 /* Monotonic milliseconds. */
 uint64_t rpcrdma__rpc_now(void);
 

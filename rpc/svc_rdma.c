@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rpc_int.h"
@@ -52,6 +53,7 @@ struct sconn {
 	int dead, destroyed, busy;
 	int owned;                       /* a thread is between xp_recv and xp_stat */
 	int watched;                     /* its endpoint's descriptor is in srv.epfd */
+	int bc_refs;                     /* backchannel clients holding it (not freed) */
 	pthread_t owner;
 	struct sockaddr_storage peer;
 };
@@ -150,6 +152,24 @@ static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
 }
 
 static void conn_log(struct sconn *c, int level, const char *what, const char *why);
+
+/* A backward call finished (RFC 8167): its waiter is woken. Under the srv lock. */
+static void on_bc_done(void *ctx, struct rpcrdma_eng_bcall *b)
+{
+	struct rpcrdma__bcw *w = rpcrdma_eng_bcall_user(b);
+	const void *rep = rpcrdma_eng_bcall_reply(b, &w->reply_len);
+
+	(void)ctx;
+	w->status = rpcrdma_eng_bcall_status(b);
+	if (!w->status && !(w->reply = malloc(w->reply_len ? w->reply_len : 1)))
+		w->status = -RPCRDMA_ERR_NOMEM;
+	else if (!w->status)
+		memcpy(w->reply, rep, w->reply_len);
+	rpcrdma_eng_bcall_free(b);
+	w->b = NULL;
+	w->done = 1;
+	pthread_cond_broadcast(&w->cv);
+}
 
 static void on_fatal(void *ctx, int reason)
 {
@@ -492,7 +512,8 @@ static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *r
 {
 	const struct rpcrdma_prov_caps *caps = rpcrdma_prov_caps(s->p);
 	struct rpcrdma_eng_upper up = { .ctx = c, .request = on_request,
-					.reply_done = on_reply_done, .fatal = on_fatal };
+					.reply_done = on_reply_done, .fatal = on_fatal,
+					.bc_done = on_bc_done };
 	struct rpcrdma_eng_config cfg;
 	uint8_t pd[RPCRDMA_PDATA_MAX];
 	struct rpcrdma_eng_lower lo;
@@ -729,7 +750,7 @@ static int reap(struct srv *s)
 	int n = 0;
 
 	while ((c = *pp) != NULL) {
-		if (c->destroyed && !c->busy) {
+		if (c->destroyed && !c->busy && !c->bc_refs) {
 			*pp = c->next;
 			conn_free(c);
 			n++;
@@ -1168,4 +1189,109 @@ void rpcrdma_svc_exit(void)
 	g_exit = 1;
 	pthread_cond_broadcast(&g_cv);
 	pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- the backchannel (RFC 8167): calls to a connection's client ---- */
+
+int rpcrdma__svc_conn_hold(SVCXPRT *conn)
+{
+	struct sconn *c;
+
+	if (!conn || conn->xp_ops != &conn_ops)
+		return -1;
+	c = conn_of(conn);
+	pthread_mutex_lock(&c->srv->lock);
+	c->bc_refs++;
+	pthread_mutex_unlock(&c->srv->lock);
+	return 0;
+}
+
+void rpcrdma__svc_conn_release(SVCXPRT *conn)
+{
+	struct sconn *c = conn_of(conn);
+	int gone;
+
+	pthread_mutex_lock(&c->srv->lock);
+	gone = --c->bc_refs == 0 && c->destroyed;
+	pthread_mutex_unlock(&c->srv->lock);
+	if (gone)
+		srv_wake(c->srv);   /* its progress thread frees it */
+}
+
+/* Wait for w under the srv lock until it is done or the deadline passes; then the call
+ * is abandoned (a late reply is dropped by the engine). */
+static int bc_wait(struct srv *s, struct rpcrdma__bcw *w, uint64_t deadline)
+{
+	struct timespec ts;
+
+	while (!w->done) {
+		uint64_t now = rpcrdma__rpc_now(), ms;
+
+		if (now >= deadline) {
+			rpcrdma_eng_bcall_free(w->b);
+			w->b = NULL;
+			return -RPCRDMA_ERR_TIMEDOUT;
+		}
+		ms = deadline - now < 100 ? deadline - now : 100;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)(ms * 1000000);
+		ts.tv_sec += ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&w->cv, &s->lock, &ts);
+	}
+	return w->status;
+}
+
+int rpcrdma__svc_bc_call(SVCXPRT *conn, const void *xdr, uint32_t len, struct rpcrdma__bcw *w,
+			 uint64_t deadline)
+{
+	struct sconn *c = conn_of(conn);
+	struct srv *s = c->srv;
+	int rc;
+
+	/* only the progress thread moves the connection: it cannot also wait here */
+	if (pthread_equal(pthread_self(), s->thread))
+		return -RPCRDMA_ERR_AGAIN;
+	pthread_mutex_lock(&s->lock);
+	if (c->dead || c->destroyed || !c->eng) {
+		pthread_mutex_unlock(&s->lock);
+		return -RPCRDMA_ERR_DISCONN;
+	}
+	w->done = 0;
+	rc = rpcrdma_eng_bc_call(c->eng, xdr, len, w, rpcrdma__rpc_now(), &w->b);
+	if (!rc) {
+		srv_wake(s);   /* a sleeping progress thread polls again */
+		rc = bc_wait(s, w, deadline);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int rpcrdma_svc_conns(SVCXPRT *listener, rpcrdma_svc_conn_fn fn, void *ctx)
+{
+	struct sconn **held = NULL, *c;
+	struct srv *s;
+	int n = 0, i;
+
+	if (!listener || listener->xp_ops != &lst_ops)
+		return -RPCRDMA_ERR_INVAL;
+	s = (struct srv *)listener->xp_p1;
+	pthread_mutex_lock(&s->lock);
+	for (c = s->conns; c; c = c->next)
+		n += !c->destroyed && !c->dead;
+	held = n ? calloc((size_t)n, sizeof(*held)) : NULL;
+	n = 0;
+	for (c = s->conns; c && held; c = c->next)
+		if (!c->destroyed && !c->dead) {
+			c->bc_refs++;   /* kept while fn runs unlocked */
+			held[n++] = c;
+		}
+	pthread_mutex_unlock(&s->lock);
+	for (i = 0; i < n; i++) {
+		if (fn)
+			fn(ctx, &held[i]->xprt);
+		rpcrdma__svc_conn_release(&held[i]->xprt);
+	}
+	free(held);
+	return n;
 }

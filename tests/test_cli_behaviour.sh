@@ -171,6 +171,42 @@ for sig in TERM INT; do
 	echo "perf on SIG$sig: exit $prc, $(grep -c '"transport"' "$out/perf") figures"
 done
 
+# the backchannel (RFC 8167): serve --callback calls ping --callback back over ping's own
+# connection, over tcp and shm; without --callback the server refuses the procedure, and
+# ping --callback over ONC RPC/TCP is a usage error
+usage_error "backchannel" ping 127.0.0.1:1 --tirpc --callback
+for prov in tcp shm; do
+	start_server "$out/cbserve" "$BIN" serve --provider "$prov" --listen 127.0.0.1:0 --callback
+	"$BIN" ping "127.0.0.1:$port" --provider "$prov" --callback -c 20 -i 0 \
+		--pcap "$out/cb.pcap" >"$out/cbping" 2>&1 ||
+		fail "ping --callback over $prov: $(tail -3 "$out/cbping")"
+	# the capture shows each backward call (program 0x20049011) as an RPC call from the
+	# server and its reply from the client, in our decoder and in tshark
+	n=$("$BIN" decode --pcap "$out/cb.pcap" | grep -c 'RPC call xid .* prog 537169937 ')
+	[ "$n" -eq 20 ] || fail "decode --pcap: $n backward calls of 20"
+	if command -v tshark >/dev/null; then
+		tshark -2 -o rpc.dissect_unknown_programs:TRUE -r "$out/cb.pcap" -Y 'rpc.program == 537169937' \
+			-T fields -e rpc.msgtyp >"$out/cbshark" 2>/dev/null
+		[ "$(grep -c '^0' "$out/cbshark")" -eq 20 ] && [ "$(grep -c '^1' "$out/cbshark")" -eq 20 ] ||
+			fail "tshark: backward calls/replies $(grep -c '^0' "$out/cbshark")/$(grep -c '^1' "$out/cbshark") of 20"
+	fi
+	n=$(grep -c '^CALLBACK reply' "$out/cbping")
+	[ "$n" -eq 20 ] || fail "ping --callback over $prov: $n of 20 replies"
+	echo "ping --callback over $prov: $(tail -1 "$out/cbping")"
+	kill -TERM "$spid"
+	wait "$spid"
+	grep -q 'sent MSG/NOMSG/MSGP/DONE/ERROR 40/' "$out/cbserve" ||
+		fail "serve --callback sent other than 20 replies and 20 backward calls: $(cat "$out/cbserve")"
+	spid=
+done
+start_server "$out/cbserve" "$BIN" serve --listen 127.0.0.1:0
+"$BIN" ping "127.0.0.1:$port" --callback -c 1 -i 0 >"$out/cbping" 2>&1 &&
+	fail "ping --callback to a serve without --callback succeeded"
+grep -q 'seq=1: RPC: ' "$out/cbping" || fail "ping --callback refused: $(cat "$out/cbping")"
+kill -TERM "$spid"
+wait "$spid"
+spid=
+
 # info --json: one document; empty list when libfabric offers nothing
 FI_PROVIDER=nosuch "$BIN" info --json >"$out/info" || fail "info --json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["providers"] == [], d' \

@@ -37,7 +37,10 @@ struct rpcrdma_clnt_opts {
 				      answer as long again ends the connection. 0: off */
 	int no_reconnect;          /* 1: a lost connection fails every call from then on, as
 				      libtirpc's TCP client does; 0: reconnect and send again */
-	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
+	uint32_t bc_credits;       /* backchannel (RFC 8167): calls from the server taken at
+				      once; 0: 4 */
+	uint32_t reserved32;
+	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
 };
 
 /* A CLIENT * for prog/vers at host (a name or address, IPv4 or IPv6) over RDMA. NULL
@@ -84,6 +87,35 @@ RPCRDMA_API int rpcrdma_clnt_call_async(CLIENT *cl, rpcproc_t proc, xdrproc_t xa
 /* Drive progress for up to timeout_ms (0: poll once); returns calls still pending. */
 RPCRDMA_API int rpcrdma_clnt_progress(CLIENT *cl, int timeout_ms);
 
+/* ---- the backchannel (RFC 8167): the server calls the client back ----
+ * Over the connection the client opened: no second connection, no port on the client.
+ * Backward calls and replies travel inline, so their arguments and results are bounded
+ * by the inline threshold (4 KiB by default) less 28 bytes. docs/RPC.md, "Backchannel". */
+
+/* An rpcgen-generated dispatch function, as svc_register() takes. */
+typedef void (*rpcrdma_dispatch_fn)(struct svc_req *rqstp, SVCXPRT *xprt);
+
+/* Serve prog/vers on cl's connection (each connection it makes): calls the server makes
+ * back are dispatched to dispatch with svc_getargs()/svc_sendreply()/svcerr_*() as in
+ * any server, one at a time in arrival order, on the client's background thread (never
+ * on a thread inside clnt_call). A dispatch function may make calls on cl or any other
+ * client. Calls for a program not registered are answered PROG_UNAVAIL (PROG_MISMATCH
+ * for a known program of another version). dispatch NULL: unregister. Returns 0, or -1
+ * (not an RDMA client, or 16 programs already). */
+RPCRDMA_API int clnt_rdma_set_callback(CLIENT *cl, rpcprog_t prog, rpcvers_t vers,
+				       rpcrdma_dispatch_fn dispatch);
+
+/* A CLIENT * that calls back the client of an RDMA connection, for rpcgen client stubs:
+ * conn is the SVCXPRT * a dispatch function gets (rqstp->rq_xprt), or one that
+ * rpcrdma_svc_conns() gives. clnt_call() behaves as on a forward CLIENT * (timeouts,
+ * clnt_stat values, clnt_perror), except: arguments longer than the client takes inline
+ * give RPC_CANTENCODEARGS; a lost connection gives RPC_CANTSEND (a backchannel cannot
+ * reconnect: the client opens connections); calling from the listener's progress thread
+ * (dispatch_inline) gives RPC_CANTSEND. The connection lives until clnt_destroy(); destroy
+ * these clients before their listener. NULL (rpc_createerr set) if conn is not an RDMA
+ * connection. */
+RPCRDMA_API CLIENT *svc_rdma_bc_create(SVCXPRT *conn, rpcprog_t prog, rpcvers_t vers);
+
 /* ---- server ---- */
 
 struct rpcrdma_svc_opts {
@@ -122,6 +154,10 @@ RPCRDMA_API int rpcrdma_svc_stats(SVCXPRT *listener, rpcrdma_svc_stats_fn fn, vo
 /* Sums over every connection the listener has had, open or closed (counters added; the
  * credit and threshold fields are the largest seen). */
 RPCRDMA_API int rpcrdma_svc_totals(SVCXPRT *listener, struct rpcrdma_eng_stats *out);
+/* Each open connection of the listener as its SVCXPRT * (for svc_rdma_bc_create()),
+ * called without the listener's lock held. Returns the number of connections. */
+typedef void (*rpcrdma_svc_conn_fn)(void *ctx, SVCXPRT *conn);
+RPCRDMA_API int rpcrdma_svc_conns(SVCXPRT *listener, rpcrdma_svc_conn_fn fn, void *ctx);
 /* The XID of the call being dispatched on this connection (0 if none, or not an RDMA
  * transport): what a duplicate request cache needs, since a client sends a call again
  * with the same XID after a reconnection (RFC 8166 §4.5). */

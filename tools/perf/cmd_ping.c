@@ -30,12 +30,15 @@ static int cmp_d(const void *a, const void *b)
 static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma ping HOST[:PORT] [-c COUNT] [-i SECONDS] [--json]\n"
-	      "                    [--provider NAME | --tirpc [--tcp-port PORT]]\n"
+	      "                    [--provider NAME [--callback] | --tirpc [--tcp-port PORT]]\n"
 	      "NULL RPC round trips to `rpcrdma serve` (port 20049 unless given), like ping(8):\n"
 	      "one line per reply until COUNT calls (default: until interrupted, ^C), then\n"
 	      "calls, replies, loss and min/avg/max/p99. --tirpc pings the server's ONC RPC/TCP\n"
 	      "port (serve --tcp PORT), given as HOST:PORT or --tcp-port. --json: one object\n"
 	      "per call and a summary object. Exit status 0 if every call was answered.\n"
+	      "--callback: each round trip is a CALLBACK call during which the server calls\n"
+	      "this client back over the same connection (RFC 8167; `serve --callback`) with\n"
+	      "64 bytes that must come back whole.\n"
 	      PS_PCAP_USAGE, f);
 }
 
@@ -66,7 +69,7 @@ struct ping_opts {
 	uint32_t snaplen;
 	long count;   /* 0: until interrupted */
 	double interval;
-	int json, tcp_port;
+	int json, tcp_port, callback;
 };
 
 static int parse(int argc, char **argv, struct ping_opts *o)
@@ -75,14 +78,16 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 		{ "provider", required_argument, 0, 'p' }, { "tirpc", no_argument, 0, 'T' },
 		{ "count", required_argument, 0, 'c' }, { "interval", required_argument, 0, 'i' },
 		{ "tcp-port", required_argument, 0, 't' }, { "json", no_argument, 0, 'j' },
+		{ "callback", no_argument, 0, 'B' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	int c, has_port;
 	uint64_t v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:Tc:i:t:jP:S:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:Tc:i:t:jBP:S:h", lo, NULL)) != -1) {
 		switch (c) {
+		case 'B': o->callback = 1; break;
 		case 'p': o->provider = optarg; break;
 		case 'T': o->provider = NULL; break;
 		case 'c':
@@ -119,6 +124,11 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 	if (ps_parse_addr("ping", argv[optind], o->host, sizeof(o->host), &o->port, 0))
 		return EXIT_USAGE;
 	has_port = o->port != 0;
+	if (!o->provider && o->callback) {
+		fprintf(stderr, "rpcrdma ping: --callback needs RDMA (ONC RPC/TCP has no "
+			"backchannel here)\n");
+		return EXIT_USAGE;
+	}
 	if (!o->provider) {
 		/* the TCP port is the server's --tcp one: nothing to guess it from */
 		if (o->tcp_port)
@@ -141,7 +151,7 @@ static void print_reply(const struct ping_opts *o, long seq, double dt, enum cln
 	else if (o->json)
 		printf("{\"seq\":%ld,\"error\":\"%s\"}\n", seq, clnt_sperrno(st));
 	else if (st == RPC_SUCCESS)
-		printf("NULL reply: seq=%ld time=%.1f us\n", seq, dt);
+		printf("%s reply: seq=%ld time=%.1f us\n", o->callback ? "CALLBACK" : "NULL", seq, dt);
 	else
 		printf("seq=%ld: %s\n", seq, clnt_sperrno(st));
 	fflush(stdout);
@@ -169,6 +179,24 @@ static void print_summary(const struct ping_opts *o, long sent, long got, double
 	if (got)
 		printf("rtt min/avg/max/p99 = %.1f/%.1f/%.1f/%.1f us\n", rtt[0], sum / (double)got,
 		       rtt[got - 1], percentile(rtt, (int)got, 99));
+}
+
+/* One round trip: a NULL call, or with --callback a CALLBACK call that the server
+ * answers once its backward echo came back whole. */
+static enum clnt_stat round_trip(const struct ping_opts *o, CLIENT *cl, struct timeval tv)
+{
+	ps_callback_args a = { 1, 64 };
+	u_int back = 0;
+	enum clnt_stat st;
+
+	if (!o->callback)
+		return clnt_call(cl, PS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL,
+				 (xdrproc_t)(void (*)(void))xdr_void, NULL, tv);
+	st = clnt_call(cl, PS_CALLBACK, (xdrproc_t)xdr_ps_callback_args, (caddr_t)&a,
+		       (xdrproc_t)xdr_u_int, (caddr_t)&back, tv);
+	if (st == RPC_SUCCESS && back != a.count)
+		st = RPC_CANTRECV;   /* the backward call did not come back whole */
+	return st;
 }
 
 /* Sleep the interval, cut short by ^C. */
@@ -200,6 +228,14 @@ int cmd_ping(int argc, char **argv)
 		ps_pcap_stop();
 		return EXIT_FAIL;
 	}
+	if (o.callback && clnt_rdma_set_callback(cl, PERF_CB_PROG, PERF_CB_V1, perf_cb_prog_1)) {
+		fprintf(stderr, "rpcrdma ping: cannot serve the callback program: %s\n",
+			strerror(errno));
+		auth_destroy(cl->cl_auth);
+		clnt_destroy(cl);
+		ps_pcap_stop();
+		return EXIT_FAIL;
+	}
 	/* ^C ends the run and the summary is still printed, as ping(8) does; no SA_RESTART,
 	 * so that a wait in progress returns at once */
 	cli_catch(on_interrupt, 0, 0);
@@ -208,8 +244,7 @@ int cmd_ping(int argc, char **argv)
 		       o.provider ? "RDMA/" : "ONC RPC/TCP", o.provider ? o.provider : "");
 	while (!interrupted && (!o.count || sent < o.count)) {
 		double t0 = now_us(), dt;
-		enum clnt_stat st = clnt_call(cl, PS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL,
-					      (xdrproc_t)(void (*)(void))xdr_void, NULL, tv);
+		enum clnt_stat st = round_trip(&o, cl, tv);
 
 		dt = now_us() - t0;
 		sent++;

@@ -170,11 +170,15 @@ static void *rdma_workers(void *arg)
 static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma serve [--provider tcp|shm|verbs|NAME] [--listen HOST:PORT]\n"
-	      "                     [--threads N] [--tcp PORT] [--json] [--pcap FILE [--pcap-snaplen N]]\n"
+	      "                     [--threads N] [--tcp PORT] [--callback] [--json]\n"
+	      "                     [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Serves the built-in test program (NULL, ECHO, READ by write chunk, WRITE by read\n"
 	      "chunk; long calls and replies) over RPC-over-RDMA; --tcp also over ONC RPC/TCP.\n"
 	      "RDMA requests are dispatched on the connection-progress thread, or by N worker\n"
 	      "threads with --threads N.\n"
+	      "--callback: the CALLBACK procedure calls its client back over the client's own\n"
+	      "connection (RFC 8167 backchannel; `ping --callback`); requests are then\n"
+	      "dispatched off the progress thread, which completes the backward calls.\n"
 	      "Port 20049 unless given (0: any). Statistics on SIGUSR1 and at exit (SIGINT,\n"
 	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready.\n"
 	      PS_PCAP_USAGE, f);
@@ -185,7 +189,7 @@ int cmd_serve(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "provider", required_argument, 0, 'p' }, { "listen", required_argument, 0, 'l' },
 		{ "threads", required_argument, 0, 't' }, { "tcp", required_argument, 0, 'T' },
-		{ "json", no_argument, 0, 'j' },
+		{ "json", no_argument, 0, 'j' }, { "callback", no_argument, 0, 'C' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	const char *provider = "tcp", *pcap = NULL;
@@ -197,9 +201,10 @@ int cmd_serve(int argc, char **argv)
 	pthread_t th;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:l:t:T:jP:S:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:l:t:T:jCP:S:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
+		case 'C': ps_callbacks_enabled = 1; break;
 		case 'p': provider = optarg; break;
 		case 'l':
 			if (ps_parse_addr("serve", optarg, host, sizeof(host), &port,
@@ -242,7 +247,8 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (pcap && ps_pcap_start(pcap, snaplen))
 		return EXIT_FAIL;
-	listener = ps_serve(provider, host[0] ? host : NULL, port, tcp, threads == 1, &rport,
+	listener = ps_serve(provider, host[0] ? host : NULL, port, tcp,
+			    threads == 1 && !ps_callbacks_enabled, &rport,
 			    &tport, NULL);
 	if (!listener) {
 		const char *why = rpcrdma_create_errtext();

@@ -88,6 +88,47 @@ bool_t ps_write_1_svc(ps_write_args *a, u_int *r, struct svc_req *rq)
 	return TRUE;
 }
 
+/* The backchannel (RFC 8167): count echoes of len pattern bytes to the caller's
+ * PERF_CB_PROG over its own connection, each verified; the result is how many came
+ * back whole. Backward calls wait for their replies, so this runs on a dispatching
+ * thread, never the progress thread (`serve --callback`). */
+int ps_callbacks_enabled;
+
+bool_t ps_callback_1_svc(ps_callback_args *a, u_int *r, struct svc_req *rq)
+{
+	CLIENT *cb;
+	u_int i;
+
+	*r = 0;
+	if (!ps_callbacks_enabled || a->len > PS_CB_MAX || ensure_pattern(a->len) ||
+	    !(cb = svc_rdma_bc_create(rq->rq_xprt, PERF_CB_PROG, PERF_CB_V1)))
+		return FALSE;
+	for (i = 0; i < a->count; i++) {
+		ps_data d = { a->len, pattern }, res = { 0, NULL };
+
+		if (ps_cb_echo_1(&d, &res, cb) != RPC_SUCCESS)
+			break;
+		*r += res.ps_data_len == a->len && (!a->len || !memcmp(res.ps_data_val, pattern, a->len));
+		clnt_freeres(cb, (xdrproc_t)xdr_ps_data, (caddr_t)&res);
+	}
+	auth_destroy(cb->cl_auth);
+	clnt_destroy(cb);
+	return TRUE;
+}
+
+/* The client's side: the server's backward echo comes back as it came. */
+bool_t ps_cb_echo_1_svc(ps_data *a, ps_data *r, struct svc_req *rq)
+{
+	return ps_echo_1_svc(a, r, rq);
+}
+
+int perf_cb_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xres, caddr_t res)
+{
+	(void)transp;
+	xdr_free(xres, res);
+	return 1;
+}
+
 int perf_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xres, caddr_t res)
 {
 	(void)transp;

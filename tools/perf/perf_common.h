@@ -64,4 +64,10 @@ CLIENT *ps_client(const char *provider, const char *host, uint16_t port);
 void ps_explain_create_error(const char *cmd, const char *provider, const char *host,
 			     uint16_t port, int json);
 
+/* The backchannel test (serve --callback, ping --callback): backward echoes are inline,
+ * so each carries at most this much. */
+#define PS_CB_MAX 3072u
+extern int ps_callbacks_enabled;
+void perf_cb_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
+
 #endif

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A CLIENT * over a server connection's backchannel (RFC 8167): rpcgen client stubs call
+ * the client that opened the connection. Each call is encoded whole (backward calls are
+ * inline only), sent by the connection's engine within the backward credits the client
+ * granted, and waited for here; the listener's progress thread completes it. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "rpc_int.h"
+
+#define DEF_TIMEOUT_MS 25000
+#define CALL_SLACK (128u + 2u * MAX_AUTH_BYTES)
+
+struct bc_clnt {
+	CLIENT cl;
+	SVCXPRT *conn;
+	rpcprog_t prog;
+	rpcvers_t vers;
+	uint32_t xid;
+	int timeout_ms;              /* CLSET_TIMEOUT; -1: clnt_call's */
+	int last_timeout_ms;
+	struct rpc_err err;
+};
+
+static struct bc_clnt *bc_of(CLIENT *cl)
+{
+	return (struct bc_clnt *)cl->cl_private;
+}
+
+static enum clnt_stat fail(struct bc_clnt *bc, enum clnt_stat stat, int eno)
+{
+	memset(&bc->err, 0, sizeof(bc->err));
+	bc->err.re_status = stat;
+	bc->err.re_errno = eno;
+	return stat;
+}
+
+/* The whole call, header, credential and arguments, into a buffer of its own. */
+static enum clnt_stat encode(struct bc_clnt *bc, rpcproc_t proc, xdrproc_t xargs, void *args,
+			     uint8_t **buf, uint32_t *len)
+{
+	u_int cap = CALL_SLACK + (u_int)xdr_sizeof(xargs, args), p = (u_int)proc;
+	struct rpc_msg msg;
+	bool_t ok;
+	XDR x;
+
+	*buf = malloc(cap);
+	if (!*buf)
+		return RPC_SYSTEMERROR;
+	memset(&msg, 0, sizeof(msg));
+	msg.rm_xid = __atomic_add_fetch(&bc->xid, 1, __ATOMIC_RELAXED);
+	msg.rm_direction = CALL;
+	msg.rm_call.cb_rpcvers = RPC_MSG_VERSION;
+	msg.rm_call.cb_prog = bc->prog;
+	msg.rm_call.cb_vers = bc->vers;
+	xdrmem_create(&x, (char *)*buf, cap, XDR_ENCODE);
+	ok = xdr_callhdr(&x, &msg) && xdr_u_int(&x, &p) && AUTH_MARSHALL(bc->cl.cl_auth, &x) &&
+	     AUTH_WRAP(bc->cl.cl_auth, &x, xargs, args);
+	*len = XDR_GETPOS(&x);
+	XDR_DESTROY(&x);
+	return ok ? RPC_SUCCESS : RPC_CANTENCODEARGS;
+}
+
+static enum clnt_stat decode(struct bc_clnt *bc, const uint8_t *rep, uint32_t len,
+			     xdrproc_t xres, void *res)
+{
+	struct rpc_msg rm;
+	XDR x;
+
+	memset(&rm, 0, sizeof(rm));
+	memset(&bc->err, 0, sizeof(bc->err));
+	rm.acpted_rply.ar_verf = _null_auth;
+	rm.acpted_rply.ar_results.where = NULL;
+	rm.acpted_rply.ar_results.proc = RPCRDMA_XDR_VOID;
+	xdrmem_create(&x, (char *)(uintptr_t)rep, len, XDR_DECODE);
+	if (!xdr_replymsg(&x, &rm)) {
+		bc->err.re_status = RPC_CANTDECODERES;
+	} else {
+		_seterr_reply(&rm, &bc->err);
+		if (bc->err.re_status == RPC_SUCCESS) {
+			if (!AUTH_VALIDATE(bc->cl.cl_auth, &rm.acpted_rply.ar_verf)) {
+				bc->err.re_status = RPC_AUTHERROR;
+				bc->err.re_why = AUTH_INVALIDRESP;
+			} else if (!AUTH_UNWRAP(bc->cl.cl_auth, &x, xres, res)) {
+				bc->err.re_status = RPC_CANTDECODERES;
+			}
+		}
+		if (rm.acpted_rply.ar_verf.oa_base) {
+			x.x_op = XDR_FREE;
+			xdr_opaque_auth(&x, &rm.acpted_rply.ar_verf);
+		}
+	}
+	XDR_DESTROY(&x);
+	return bc->err.re_status;
+}
+
+/* What the transport's outcome means to the caller (docs/RPC.md, "Backchannel"). */
+static enum clnt_stat transport_stat(struct bc_clnt *bc, int rc)
+{
+	switch (rc) {
+	case -RPCRDMA_ERR_TIMEDOUT:
+		return fail(bc, RPC_TIMEDOUT, 0);
+	case -RPCRDMA_ERR_NOSPC:
+		return fail(bc, RPC_CANTENCODEARGS, EMSGSIZE);
+	case -RPCRDMA_ERR_AGAIN:
+		return fail(bc, RPC_CANTSEND, EDEADLK);
+	case -RPCRDMA_ERR_DISCONN:
+		return fail(bc, RPC_CANTSEND, ECONNRESET);
+	case -RPCRDMA_ERR_NOMEM:
+		return fail(bc, RPC_SYSTEMERROR, ENOMEM);
+	default:
+		return fail(bc, RPC_CANTRECV, EIO);
+	}
+}
+
+static int timeout_of(struct bc_clnt *bc, struct timeval tv)
+{
+	if (bc->timeout_ms >= 0)
+		return bc->timeout_ms;
+	if (tv.tv_sec < 0 || tv.tv_usec < 0 || tv.tv_usec >= 1000000 || tv.tv_sec > 86400 * 365)
+		return bc->last_timeout_ms;
+	bc->last_timeout_ms = (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
+	return bc->last_timeout_ms;
+}
+
+static enum clnt_stat bc_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *args,
+			      xdrproc_t xres, void *res, struct timeval tv)
+{
+	struct bc_clnt *bc = bc_of(cl);
+	struct rpcrdma__bcw w;
+	enum clnt_stat stat;
+	uint8_t *buf = NULL;
+	uint32_t len;
+	int rc, ms = timeout_of(bc, tv);
+
+	stat = encode(bc, proc, xargs, args, &buf, &len);
+	if (stat != RPC_SUCCESS) {
+		free(buf);
+		return fail(bc, stat, 0);
+	}
+	memset(&w, 0, sizeof(w));
+	pthread_cond_init(&w.cv, NULL);
+	rc = rpcrdma__svc_bc_call(bc->conn, buf, len, &w, rpcrdma__rpc_now() + (uint64_t)ms);
+	pthread_cond_destroy(&w.cv);
+	free(buf);
+	stat = rc ? transport_stat(bc, rc) : decode(bc, w.reply, w.reply_len, xres, res);
+	free(w.reply);
+	return stat;
+}
+
+static void bc_abort(CLIENT *cl)
+{
+	(void)cl;
+}
+
+static void bc_geterr(CLIENT *cl, struct rpc_err *err)
+{
+	*err = bc_of(cl)->err;
+}
+
+static bool_t bc_freeres(CLIENT *cl, xdrproc_t xres, void *res)
+{
+	XDR x;
+
+	(void)cl;
+	memset(&x, 0, sizeof(x));
+	x.x_op = XDR_FREE;
+	return xres(&x, res);
+}
+
+static void bc_destroy(CLIENT *cl)
+{
+	struct bc_clnt *bc = bc_of(cl);
+
+	/* cl_auth is the caller's, as with every libtirpc client */
+	rpcrdma__svc_conn_release(bc->conn);
+	free(bc);
+}
+
+static bool_t bc_control(CLIENT *cl, u_int req, void *info)
+{
+	struct bc_clnt *bc = bc_of(cl);
+	struct timeval *tv = info;
+
+	if (!info)
+		return FALSE;
+	switch (req) {
+	case CLSET_TIMEOUT:
+		if (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000)
+			return FALSE;
+		bc->timeout_ms = (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000);
+		return TRUE;
+	case CLGET_TIMEOUT: {
+		int ms = bc->timeout_ms >= 0 ? bc->timeout_ms : bc->last_timeout_ms;
+
+		tv->tv_sec = ms / 1000;
+		tv->tv_usec = (ms % 1000) * 1000;
+		return TRUE;
+	}
+	case CLGET_XID:
+		*(uint32_t *)info = __atomic_load_n(&bc->xid, __ATOMIC_RELAXED);
+		return TRUE;
+	case CLSET_XID:
+		__atomic_store_n(&bc->xid, *(uint32_t *)info - 1, __ATOMIC_RELAXED);
+		return TRUE;
+	case CLGET_VERS:
+		*(uint32_t *)info = (uint32_t)bc->vers;
+		return TRUE;
+	case CLSET_VERS:
+		bc->vers = *(uint32_t *)info;
+		return TRUE;
+	case CLGET_PROG:
+		*(uint32_t *)info = (uint32_t)bc->prog;
+		return TRUE;
+	case CLSET_PROG:
+		bc->prog = *(uint32_t *)info;
+		return TRUE;
+	case CLGET_SVC_ADDR:
+		*(struct netbuf *)info = bc->conn->xp_rtaddr;
+		return TRUE;
+	default:
+		return FALSE;
+	}
+}
+
+static struct clnt_ops bc_ops = {
+	.cl_call = bc_call,
+	.cl_abort = bc_abort,
+	.cl_geterr = bc_geterr,
+	.cl_freeres = bc_freeres,
+	.cl_destroy = bc_destroy,
+	.cl_control = bc_control,
+};
+
+CLIENT *svc_rdma_bc_create(SVCXPRT *conn, rpcprog_t prog, rpcvers_t vers)
+{
+	struct bc_clnt *bc = calloc(1, sizeof(*bc));
+
+	if (!bc || rpcrdma__svc_conn_hold(conn)) {
+		rpc_createerr.cf_stat = bc ? RPC_UNKNOWNPROTO : RPC_SYSTEMERROR;
+		rpc_createerr.cf_error.re_errno = bc ? EINVAL : ENOMEM;
+		free(bc);
+		return NULL;
+	}
+	bc->conn = conn;
+	bc->prog = prog;
+	bc->vers = vers;
+	bc->timeout_ms = -1;
+	bc->last_timeout_ms = DEF_TIMEOUT_MS;
+	if (getrandom(&bc->xid, sizeof(bc->xid), 0) != sizeof(bc->xid))
+		bc->xid = (uint32_t)getpid() ^ (uint32_t)rpcrdma__rpc_now();
+	bc->cl.cl_ops = &bc_ops;
+	bc->cl.cl_private = bc;
+	bc->cl.cl_auth = authnone_create();
+	bc->cl.cl_netid = conn->xp_netid;
+	bc->cl.cl_tp = "rdma";
+	return &bc->cl;
+}
