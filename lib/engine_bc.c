@@ -329,17 +329,16 @@ int rpcrdma_eng_bc_call(struct rpcrdma_eng *e, const void *xdr, uint32_t len, vo
 }
 
 /* The reply's receive is posted before the call can reach the client (RFC 5666 §3.3). */
-static int send_bcall(struct rpcrdma_eng *e, struct rpcrdma_eng_bcall *b)
+static int bc_reply_recv(struct rpcrdma_eng *e)
 {
 	int rc;
 
-	if (e->bc_recvs < e->bc_inflight + 1) {
-		rc = rpcrdma__eng_post_recv(e);
-		if (rc)
-			return rc;
+	if (e->bc_recvs >= e->bc_inflight + 1)
+		return 0;
+	rc = rpcrdma__eng_post_recv(e);
+	if (!rc)
 		e->bc_recvs++;
-	}
-	return send_backward(e, b->xid, bc_slots(e), b->xdr, b->len);
+	return rc;
 }
 
 /* Send waiting backward calls within the client's backward grant (§4.1) and our own
@@ -357,17 +356,19 @@ void rpcrdma__eng_bc_pump(struct rpcrdma_eng *e)
 		if (e->bc_inflight >= limit || !e->sfree ||
 		    (e->bc_recvs < e->bc_inflight + 1 && !e->rfree))
 			return;
-		rc = send_bcall(e, b);
+		rc = bc_reply_recv(e);
 		if (rc == -RPCRDMA_ERR_AGAIN)
 			return;
 		if (rc) {
 			rpcrdma__eng_fail(e, rc, RPCRDMA_EC_DISCONNECT);
 			return;
 		}
+		/* sent from here on: a post that breaks the connection fails it with the rest */
 		rpcrdma__list_unlink(&e->bc_waitq, &b->link);
 		rpcrdma__list_push(&e->bc_sent, &b->link);
 		b->state = BC_SENT;
 		e->bc_inflight++;
+		send_backward(e, b->xid, bc_slots(e), b->xdr, b->len);
 	}
 }
 

@@ -77,12 +77,9 @@ static bool_t cb_getargs(SVCXPRT *x, xdrproc_t xargs, void *args)
 
 static bool_t cb_freeargs(SVCXPRT *x, xdrproc_t xargs, void *args)
 {
-	XDR xf;
-
 	(void)x;
-	memset(&xf, 0, sizeof(xf));
-	xf.x_op = XDR_FREE;
-	return xargs(&xf, args);
+	xdr_free(xargs, args);
+	return TRUE;
 }
 
 static bool_t encode_reply(SVCXPRT *x, struct rpc_msg *msg, XDR *enc)

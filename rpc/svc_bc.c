@@ -163,12 +163,9 @@ static void bc_geterr(CLIENT *cl, struct rpc_err *err)
 
 static bool_t bc_freeres(CLIENT *cl, xdrproc_t xres, void *res)
 {
-	XDR x;
-
 	(void)cl;
-	memset(&x, 0, sizeof(x));
-	x.x_op = XDR_FREE;
-	return xres(&x, res);
+	xdr_free(xres, res);
+	return TRUE;
 }
 
 static void bc_destroy(CLIENT *cl)
