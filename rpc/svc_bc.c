@@ -22,7 +22,8 @@ struct bc_clnt {
 	uint32_t xid;
 	int timeout_ms;              /* CLSET_TIMEOUT; -1: clnt_call's */
 	int last_timeout_ms;
-	struct rpc_err err;
+	pthread_mutex_t lock;        /* err: several threads may call at once */
+	struct rpc_err err;          /* of the last call to finish */
 };
 
 static struct bc_clnt *bc_of(CLIENT *cl)
@@ -30,11 +31,11 @@ static struct bc_clnt *bc_of(CLIENT *cl)
 	return (struct bc_clnt *)cl->cl_private;
 }
 
-static enum clnt_stat fail(struct bc_clnt *bc, enum clnt_stat stat, int eno)
+static enum clnt_stat fail(struct rpc_err *err, enum clnt_stat stat, int eno)
 {
-	memset(&bc->err, 0, sizeof(bc->err));
-	bc->err.re_status = stat;
-	bc->err.re_errno = eno;
+	memset(err, 0, sizeof(*err));
+	err->re_status = stat;
+	err->re_errno = eno;
 	return stat;
 }
 
@@ -65,27 +66,27 @@ static enum clnt_stat encode(struct bc_clnt *bc, rpcproc_t proc, xdrproc_t xargs
 }
 
 static enum clnt_stat decode(struct bc_clnt *bc, const uint8_t *rep, uint32_t len,
-			     xdrproc_t xres, void *res)
+			     xdrproc_t xres, void *res, struct rpc_err *err)
 {
 	struct rpc_msg rm;
 	XDR x;
 
 	memset(&rm, 0, sizeof(rm));
-	memset(&bc->err, 0, sizeof(bc->err));
+	memset(err, 0, sizeof(*err));
 	rm.acpted_rply.ar_verf = _null_auth;
 	rm.acpted_rply.ar_results.where = NULL;
 	rm.acpted_rply.ar_results.proc = RPCRDMA_XDR_VOID;
 	xdrmem_create(&x, (char *)(uintptr_t)rep, len, XDR_DECODE);
 	if (!xdr_replymsg(&x, &rm)) {
-		bc->err.re_status = RPC_CANTDECODERES;
+		err->re_status = RPC_CANTDECODERES;
 	} else {
-		_seterr_reply(&rm, &bc->err);
-		if (bc->err.re_status == RPC_SUCCESS) {
+		_seterr_reply(&rm, err);
+		if (err->re_status == RPC_SUCCESS) {
 			if (!AUTH_VALIDATE(bc->cl.cl_auth, &rm.acpted_rply.ar_verf)) {
-				bc->err.re_status = RPC_AUTHERROR;
-				bc->err.re_why = AUTH_INVALIDRESP;
+				err->re_status = RPC_AUTHERROR;
+				err->re_why = AUTH_INVALIDRESP;
 			} else if (!AUTH_UNWRAP(bc->cl.cl_auth, &x, xres, res)) {
-				bc->err.re_status = RPC_CANTDECODERES;
+				err->re_status = RPC_CANTDECODERES;
 			}
 		}
 		if (rm.acpted_rply.ar_verf.oa_base) {
@@ -94,25 +95,25 @@ static enum clnt_stat decode(struct bc_clnt *bc, const uint8_t *rep, uint32_t le
 		}
 	}
 	XDR_DESTROY(&x);
-	return bc->err.re_status;
+	return err->re_status;
 }
 
 /* What the transport's outcome means to the caller (docs/RPC.md, "Backchannel"). */
-static enum clnt_stat transport_stat(struct bc_clnt *bc, int rc)
+static enum clnt_stat transport_stat(int rc, struct rpc_err *err)
 {
 	switch (rc) {
 	case -RPCRDMA_ERR_TIMEDOUT:
-		return fail(bc, RPC_TIMEDOUT, 0);
+		return fail(err, RPC_TIMEDOUT, 0);
 	case -RPCRDMA_ERR_NOSPC:
-		return fail(bc, RPC_CANTENCODEARGS, EMSGSIZE);
+		return fail(err, RPC_CANTENCODEARGS, EMSGSIZE);
 	case -RPCRDMA_ERR_AGAIN:
-		return fail(bc, RPC_CANTSEND, EDEADLK);
+		return fail(err, RPC_CANTSEND, EDEADLK);
 	case -RPCRDMA_ERR_DISCONN:
-		return fail(bc, RPC_CANTSEND, ECONNRESET);
+		return fail(err, RPC_CANTSEND, ECONNRESET);
 	case -RPCRDMA_ERR_NOMEM:
-		return fail(bc, RPC_SYSTEMERROR, ENOMEM);
+		return fail(err, RPC_SYSTEMERROR, ENOMEM);
 	default:
-		return fail(bc, RPC_CANTRECV, EIO);
+		return fail(err, RPC_CANTRECV, EIO);
 	}
 }
 
@@ -131,6 +132,7 @@ static enum clnt_stat bc_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void 
 {
 	struct bc_clnt *bc = bc_of(cl);
 	struct rpcrdma__bcw w;
+	struct rpc_err err;
 	enum clnt_stat stat;
 	uint8_t *buf = NULL;
 	uint32_t len;
@@ -138,16 +140,21 @@ static enum clnt_stat bc_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void 
 
 	stat = encode(bc, proc, xargs, args, &buf, &len);
 	if (stat != RPC_SUCCESS) {
-		free(buf);
-		return fail(bc, stat, 0);
+		fail(&err, stat, 0);
+	} else {
+		memset(&w, 0, sizeof(w));
+		pthread_cond_init(&w.cv, NULL);
+		rc = rpcrdma__svc_bc_call(bc->conn, buf, len, &w,
+					  rpcrdma__rpc_now() + (uint64_t)ms);
+		pthread_cond_destroy(&w.cv);
+		stat = rc ? transport_stat(rc, &err)
+			  : decode(bc, w.reply, w.reply_len, xres, res, &err);
+		free(w.reply);
 	}
-	memset(&w, 0, sizeof(w));
-	pthread_cond_init(&w.cv, NULL);
-	rc = rpcrdma__svc_bc_call(bc->conn, buf, len, &w, rpcrdma__rpc_now() + (uint64_t)ms);
-	pthread_cond_destroy(&w.cv);
 	free(buf);
-	stat = rc ? transport_stat(bc, rc) : decode(bc, w.reply, w.reply_len, xres, res);
-	free(w.reply);
+	pthread_mutex_lock(&bc->lock);
+	bc->err = err;
+	pthread_mutex_unlock(&bc->lock);
 	return stat;
 }
 
@@ -158,7 +165,11 @@ static void bc_abort(CLIENT *cl)
 
 static void bc_geterr(CLIENT *cl, struct rpc_err *err)
 {
-	*err = bc_of(cl)->err;
+	struct bc_clnt *bc = bc_of(cl);
+
+	pthread_mutex_lock(&bc->lock);
+	*err = bc->err;
+	pthread_mutex_unlock(&bc->lock);
 }
 
 static bool_t bc_freeres(CLIENT *cl, xdrproc_t xres, void *res)
@@ -174,6 +185,7 @@ static void bc_destroy(CLIENT *cl)
 
 	/* cl_auth is the caller's, as with every libtirpc client */
 	rpcrdma__svc_conn_release(bc->conn);
+	pthread_mutex_destroy(&bc->lock);
 	free(bc);
 }
 
@@ -242,6 +254,7 @@ CLIENT *svc_rdma_bc_create(SVCXPRT *conn, rpcprog_t prog, rpcvers_t vers)
 		free(bc);
 		return NULL;
 	}
+	pthread_mutex_init(&bc->lock, NULL);
 	bc->conn = conn;
 	bc->prog = prog;
 	bc->vers = vers;
