@@ -16,7 +16,6 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,11 +77,7 @@ struct rdma_clnt {
 	struct rpcrdma_eng *eng;
 	struct rpcrdma_clnt_opts opts;
 	char *host;
-	rpcprog_t prog;
-	rpcvers_t vers;
-	uint32_t xid;
-	int timeout_ms;              /* CLSET_TIMEOUT; -1: use clnt_call's */
-	int last_timeout_ms;         /* clnt_call's last valid one (CLGET_TIMEOUT) */
+	struct rpcrdma__clnt_ids ids;   /* XID, program, version, timeouts */
 	struct rpc_err err;          /* of the last call */
 	struct sockaddr_storage addr;
 	size_t addrlen;
@@ -263,7 +258,7 @@ static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcp
 	if (!call->buf)
 		return RPC_SYSTEMERROR;
 	memset(&msg, 0, sizeof(msg));
-	msg.rm_xid = __atomic_add_fetch(&ct->xid, 1, __ATOMIC_RELAXED);
+	msg.rm_xid = rpcrdma__ids_next_xid(&ct->ids);
 	msg.rm_direction = CALL;
 	msg.rm_call.cb_rpcvers = RPC_MSG_VERSION;
 	msg.rm_call.cb_prog = prog;
@@ -291,7 +286,7 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 			      xdrproc_t xargs, void *args, xdrproc_t xres, void *res,
 			      enum clnt_stat *stat)
 {
-	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(ct->prog, ct->vers, proc);
+	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(ct->ids.prog, ct->ids.vers, proc);
 	struct ccall *call = calloc(1, sizeof(*call));
 	int ddp = kind != CK_DETACHED &&
 		  rpcrdma__flavor_allows_ddp((int)ct->cl.cl_auth->ah_cred.oa_flavor);
@@ -304,7 +299,7 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 	call->kind = kind;
 	call->xres = b && b->xres && ddp ? b->xres : xres;
 	call->resp = res;
-	*stat = encode_call(ct, call, ct->prog, ct->vers, proc,
+	*stat = encode_call(ct, call, ct->ids.prog, ct->ids.vers, proc,
 			    b && b->xargs ? b->xargs : xargs, args, ddp);
 	if (*stat != RPC_SUCCESS) {
 		free_call(call);
@@ -988,7 +983,7 @@ static enum clnt_stat detach_call(struct rdma_clnt *ct, rpcproc_t proc, xdrproc_
 	struct ccall *call = new_call(ct, CK_DETACHED, proc, xargs, args, RPCRDMA_XDR_VOID,
 				      NULL, &stat);
 	uint64_t now = rpcrdma__rpc_now();
-	int wait = ct->timeout_ms >= 0 ? ct->timeout_ms : ct->last_timeout_ms;
+	int wait = ct->ids.timeout_ms >= 0 ? ct->ids.timeout_ms : ct->ids.last_timeout_ms;
 
 	pthread_mutex_lock(&ct->lock);
 	if (!call) {
@@ -1006,19 +1001,6 @@ static enum clnt_stat detach_call(struct rdma_clnt *ct, rpcproc_t proc, xdrproc_
 	return stat;
 }
 
-/* libtirpc's time_not_ok(): what a valid struct timeval is */
-static int timeval_valid(const struct timeval *tv)
-{
-	return tv->tv_sec >= 0 && tv->tv_usec >= 0 && tv->tv_usec <= 1000000;
-}
-
-static int timeval_ms(struct timeval tv)
-{
-	long long ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-
-	return ms < 0 ? 0 : ms > 0x7fffffff ? 0x7fffffff : (int)ms;
-}
-
 static enum clnt_stat rdma_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *args,
 				xdrproc_t xres, void *res, struct timeval tout)
 {
@@ -1029,9 +1011,7 @@ static enum clnt_stat rdma_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, voi
 	/* the argument decides message passing, whatever CLSET_TIMEOUT says (libtirpc) */
 	if (tout.tv_sec == 0 && tout.tv_usec == 0)
 		return detach_call(ct, proc, xargs, args, xres);
-	if (ct->timeout_ms < 0 && timeval_valid(&tout))
-		ct->last_timeout_ms = timeval_ms(tout);
-	ms = ct->timeout_ms >= 0 ? ct->timeout_ms : timeval_ms(tout);
+	ms = rpcrdma__ids_timeout(&ct->ids, tout);
 	/* as libtirpc's clnt_vc_call: a credential the server refused is refreshed (a new
 	 * RPCSEC_GSS context, say) and the call made again, twice at most */
 	for (refreshes = 2;; refreshes--) {
@@ -1137,38 +1117,11 @@ static void rdma_destroy(CLIENT *cl)
 
 static bool_t control_std(struct rdma_clnt *ct, u_int req, void *info)
 {
-	switch (req) {
-	case CLSET_TIMEOUT:
-		if (!timeval_valid((struct timeval *)info))
-			return FALSE;
-		ct->timeout_ms = timeval_ms(*(struct timeval *)info);
-		return TRUE;
-	case CLGET_TIMEOUT: {
-		int ms = ct->timeout_ms >= 0 ? ct->timeout_ms : ct->last_timeout_ms;
+	bool_t ok;
 
-		((struct timeval *)info)->tv_sec = ms / 1000;
-		((struct timeval *)info)->tv_usec = (ms % 1000) * 1000;
-		return TRUE;
-	}
-	case CLGET_XID:
-		*(uint32_t *)info = __atomic_load_n(&ct->xid, __ATOMIC_RELAXED);
-		return TRUE;
-	case CLSET_XID:
-		/* the next call uses this XID (libtirpc's meaning) */
-		__atomic_store_n(&ct->xid, *(uint32_t *)info - 1, __ATOMIC_RELAXED);
-		return TRUE;
-	case CLGET_VERS:
-		*(uint32_t *)info = (uint32_t)ct->vers;
-		return TRUE;
-	case CLSET_VERS:
-		ct->vers = *(uint32_t *)info;
-		return TRUE;
-	case CLGET_PROG:
-		*(uint32_t *)info = (uint32_t)ct->prog;
-		return TRUE;
-	case CLSET_PROG:
-		ct->prog = *(uint32_t *)info;
-		return TRUE;
+	if (rpcrdma__ids_control(&ct->ids, req, info, &ok))
+		return ok;
+	switch (req) {
 	case CLGET_SERVER_ADDR:
 		if (!ct->addrlen)
 			return FALSE;
@@ -1263,7 +1216,7 @@ int rpcrdma_clnt_call_async(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *a
 	call->cbctx = ctx;
 	call->fresh = 1;
 	pthread_mutex_lock(&ct->lock);
-	wait = ct->timeout_ms >= 0 ? ct->timeout_ms : DEF_TIMEOUT_MS;
+	wait = ct->ids.timeout_ms >= 0 ? ct->ids.timeout_ms : DEF_TIMEOUT_MS;
 	call->deadline = rpcrdma__rpc_now() + (uint64_t)wait;
 	calls_add(ct, call);
 	ct->async_pending++;
@@ -1375,17 +1328,17 @@ static void negotiate(struct rdma_clnt *ct)
 {
 	struct rpcrdma_ccp_args a = { ct->opts.inline_size, ct->opts.inline_size, 0 };
 	struct rpcrdma_ccp_res r;
-	rpcprog_t prog = ct->prog;
-	rpcvers_t vers = ct->vers;
+	rpcprog_t prog = ct->ids.prog;
+	rpcvers_t vers = ct->ids.vers;
 	enum clnt_stat st;
 
 	memset(&r, 0, sizeof(r));
-	ct->prog = RPCRDMA_CCP_PROG;
-	ct->vers = RPCRDMA_CCP_VERS;
+	ct->ids.prog = RPCRDMA_CCP_PROG;
+	ct->ids.vers = RPCRDMA_CCP_VERS;
 	st = do_call(ct, RPCRDMA_CCP_PROC_CONF_RDMA, (xdrproc_t)rpcrdma__xdr_ccp_args, &a,
 		     (xdrproc_t)rpcrdma__xdr_ccp_res, &r, DEF_CONNECT_MS);
-	ct->prog = prog;
-	ct->vers = vers;
+	ct->ids.prog = prog;
+	ct->ids.vers = vers;
 	if (st != RPC_SUCCESS)
 		return;
 	pthread_mutex_lock(&ct->lock);
@@ -1407,7 +1360,7 @@ static uint16_t find_port(const struct rdma_clnt *ct, const char *host)
 	if (rpcrdma__env_port(&env) && env)
 		return (uint16_t)env;
 	if (rpcrdma_prov_caps(ct->p)->ep_type == RPCRDMA_EP_MSG &&
-	    rpcrdma__rpcb_lookup(host, ct->prog, ct->vers, ms, &port) == 0)
+	    rpcrdma__rpcb_lookup(host, ct->ids.prog, ct->ids.vers, ms, &port) == 0)
 		return port;
 	return RPCRDMA_PORT;
 }
@@ -1439,13 +1392,8 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 		return NULL;
 	}
 	fill_defaults(&ct->opts, opts);
-	ct->prog = prog;
-	ct->vers = vers;
-	ct->timeout_ms = -1;
-	ct->last_timeout_ms = DEF_TIMEOUT_MS;
+	rpcrdma__ids_init(&ct->ids, prog, vers, DEF_TIMEOUT_MS);
 	ct->backoff_ms = BACKOFF_MIN_MS;
-	if (getrandom(&ct->xid, sizeof(ct->xid), 0) != sizeof(ct->xid))
-		ct->xid = (uint32_t)getpid() ^ (uint32_t)rpcrdma__rpc_now();
 	init_lock(ct);
 	ct->cb = rpcrdma__cb_create(cb_send, ct);
 	if (!ct->cb) {

@@ -113,6 +113,23 @@ void rpcrdma__svc_conn_release(SVCXPRT *conn);
 int rpcrdma__svc_bc_call(SVCXPRT *conn, const void *xdr, uint32_t len, struct rpcrdma__bcw *w,
 			 uint64_t deadline);
 
+/* clnt_ids.c: what a CLIENT * answers in clnt_control() (XID, program, version,
+ * timeouts), shared by the forward and the backchannel clients. */
+struct rpcrdma__clnt_ids {
+	uint32_t xid;                /* the last one used (atomic) */
+	rpcprog_t prog;
+	rpcvers_t vers;
+	int timeout_ms;              /* CLSET_TIMEOUT; -1: the call's own */
+	int last_timeout_ms;         /* the last valid one a call gave (CLGET_TIMEOUT) */
+};
+void rpcrdma__ids_init(struct rpcrdma__clnt_ids *ids, rpcprog_t prog, rpcvers_t vers,
+		       int def_timeout_ms);
+uint32_t rpcrdma__ids_next_xid(struct rpcrdma__clnt_ids *ids);
+/* The milliseconds a call with timeout tv waits (CLSET_TIMEOUT wins). */
+int rpcrdma__ids_timeout(struct rpcrdma__clnt_ids *ids, struct timeval tv);
+/* 1 when req is one of these (*ok: the answer), 0 otherwise. */
+int rpcrdma__ids_control(struct rpcrdma__clnt_ids *ids, u_int req, void *info, bool_t *ok);
+
 /* Monotonic milliseconds. */
 uint64_t rpcrdma__rpc_now(void);
 

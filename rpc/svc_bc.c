@@ -6,8 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "rpc_int.h"
 
@@ -17,11 +15,7 @@
 struct bc_clnt {
 	CLIENT cl;
 	SVCXPRT *conn;
-	rpcprog_t prog;
-	rpcvers_t vers;
-	uint32_t xid;
-	int timeout_ms;              /* CLSET_TIMEOUT; -1: clnt_call's */
-	int last_timeout_ms;
+	struct rpcrdma__clnt_ids ids;   /* XID, program, version, timeouts */
 	pthread_mutex_t lock;        /* err: several threads may call at once */
 	struct rpc_err err;          /* of the last call to finish */
 };
@@ -52,11 +46,11 @@ static enum clnt_stat encode(struct bc_clnt *bc, rpcproc_t proc, xdrproc_t xargs
 	if (!*buf)
 		return RPC_SYSTEMERROR;
 	memset(&msg, 0, sizeof(msg));
-	msg.rm_xid = __atomic_add_fetch(&bc->xid, 1, __ATOMIC_RELAXED);
+	msg.rm_xid = rpcrdma__ids_next_xid(&bc->ids);
 	msg.rm_direction = CALL;
 	msg.rm_call.cb_rpcvers = RPC_MSG_VERSION;
-	msg.rm_call.cb_prog = bc->prog;
-	msg.rm_call.cb_vers = bc->vers;
+	msg.rm_call.cb_prog = bc->ids.prog;
+	msg.rm_call.cb_vers = bc->ids.vers;
 	xdrmem_create(&x, (char *)*buf, cap, XDR_ENCODE);
 	ok = xdr_callhdr(&x, &msg) && xdr_u_int(&x, &p) && AUTH_MARSHALL(bc->cl.cl_auth, &x) &&
 	     AUTH_WRAP(bc->cl.cl_auth, &x, xargs, args);
@@ -117,16 +111,6 @@ static enum clnt_stat transport_stat(int rc, struct rpc_err *err)
 	}
 }
 
-static int timeout_of(struct bc_clnt *bc, struct timeval tv)
-{
-	if (bc->timeout_ms >= 0)
-		return bc->timeout_ms;
-	if (tv.tv_sec < 0 || tv.tv_usec < 0 || tv.tv_usec >= 1000000 || tv.tv_sec > 86400 * 365)
-		return bc->last_timeout_ms;
-	bc->last_timeout_ms = (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
-	return bc->last_timeout_ms;
-}
-
 static enum clnt_stat bc_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *args,
 			      xdrproc_t xres, void *res, struct timeval tv)
 {
@@ -136,7 +120,7 @@ static enum clnt_stat bc_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void 
 	enum clnt_stat stat;
 	uint8_t *buf = NULL;
 	uint32_t len;
-	int rc, ms = timeout_of(bc, tv);
+	int rc, ms = rpcrdma__ids_timeout(&bc->ids, tv);
 
 	stat = encode(bc, proc, xargs, args, &buf, &len);
 	if (stat != RPC_SUCCESS) {
@@ -192,47 +176,16 @@ static void bc_destroy(CLIENT *cl)
 static bool_t bc_control(CLIENT *cl, u_int req, void *info)
 {
 	struct bc_clnt *bc = bc_of(cl);
-	struct timeval *tv = info;
+	bool_t ok;
 
 	if (!info)
 		return FALSE;
-	switch (req) {
-	case CLSET_TIMEOUT:
-		if (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000)
-			return FALSE;
-		bc->timeout_ms = (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000);
-		return TRUE;
-	case CLGET_TIMEOUT: {
-		int ms = bc->timeout_ms >= 0 ? bc->timeout_ms : bc->last_timeout_ms;
-
-		tv->tv_sec = ms / 1000;
-		tv->tv_usec = (ms % 1000) * 1000;
-		return TRUE;
-	}
-	case CLGET_XID:
-		*(uint32_t *)info = __atomic_load_n(&bc->xid, __ATOMIC_RELAXED);
-		return TRUE;
-	case CLSET_XID:
-		__atomic_store_n(&bc->xid, *(uint32_t *)info - 1, __ATOMIC_RELAXED);
-		return TRUE;
-	case CLGET_VERS:
-		*(uint32_t *)info = (uint32_t)bc->vers;
-		return TRUE;
-	case CLSET_VERS:
-		bc->vers = *(uint32_t *)info;
-		return TRUE;
-	case CLGET_PROG:
-		*(uint32_t *)info = (uint32_t)bc->prog;
-		return TRUE;
-	case CLSET_PROG:
-		bc->prog = *(uint32_t *)info;
-		return TRUE;
-	case CLGET_SVC_ADDR:
-		*(struct netbuf *)info = bc->conn->xp_rtaddr;
-		return TRUE;
-	default:
+	if (rpcrdma__ids_control(&bc->ids, req, info, &ok))
+		return ok;
+	if (req != CLGET_SVC_ADDR)
 		return FALSE;
-	}
+	*(struct netbuf *)info = bc->conn->xp_rtaddr;
+	return TRUE;
 }
 
 static struct clnt_ops bc_ops = {
@@ -256,12 +209,7 @@ CLIENT *svc_rdma_bc_create(SVCXPRT *conn, rpcprog_t prog, rpcvers_t vers)
 	}
 	pthread_mutex_init(&bc->lock, NULL);
 	bc->conn = conn;
-	bc->prog = prog;
-	bc->vers = vers;
-	bc->timeout_ms = -1;
-	bc->last_timeout_ms = DEF_TIMEOUT_MS;
-	if (getrandom(&bc->xid, sizeof(bc->xid), 0) != sizeof(bc->xid))
-		bc->xid = (uint32_t)getpid() ^ (uint32_t)rpcrdma__rpc_now();
+	rpcrdma__ids_init(&bc->ids, prog, vers, DEF_TIMEOUT_MS);
 	bc->cl.cl_ops = &bc_ops;
 	bc->cl.cl_private = bc;
 	bc->cl.cl_auth = authnone_create();
