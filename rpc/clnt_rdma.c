@@ -14,8 +14,10 @@
  * background thread when nobody waits. docs/RPC.md says how each libtirpc rule is met. */
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +97,8 @@ struct rdma_clnt {
 	int nwaiters;                /* threads waiting in clnt_call */
 	pthread_t hk;                /* background thread, started when first needed */
 	pthread_cond_t hk_cv;
+	int hk_fd;                   /* eventfd: wakes the thread while it sleeps on the
+					endpoint's descriptor (-1: none) */
 	int hk_started, hk_stop;
 	int ccp_done;
 	struct rpcrdma_ccp_res ccp;
@@ -107,6 +111,7 @@ static __thread struct rpcrdma_ddp_bufs next_bufs_copy;
 static __thread int next_bufs_set;
 
 static void conn_down(struct rdma_clnt *ct);
+static void hk_signal(struct rdma_clnt *ct);
 static void submit_queued(struct rdma_clnt *ct, uint64_t now);
 static enum clnt_stat fail_stat(struct rdma_clnt *ct, enum clnt_stat stat, int eno);
 
@@ -624,6 +629,7 @@ static void conn_down(struct rdma_clnt *ct)
 	rpcrdma_eng_destroy(ct->eng);
 	ct->ep = NULL;
 	ct->eng = NULL;
+	hk_signal(ct);   /* it may be asleep on the closed endpoint's descriptor */
 }
 
 /* ---- sending ---- */
@@ -789,7 +795,7 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	submit_queued(ct, now);
 	/* an RDMA operation targeting us moves only while we poll: keep polling a while
 	 * before sleeping in the provider's wait */
-	if (!n && wait_ms && ++ct->idle > SPIN_POLLS)
+	if (!n && ++ct->idle > SPIN_POLLS && wait_ms)
 		rpcrdma_ep_wait(ct->ep, wait_ms);
 	return 0;
 }
@@ -804,9 +810,43 @@ static void pause_ms(int ms)
 
 /* ---- the background thread ---- */
 
+/* With nothing but calls from the server to wait for, the thread sleeps on the
+ * endpoint's descriptor and its own eventfd (hk_wake, conn_down) until wake, without the
+ * lock. Returns -1 where that cannot be done (no descriptor, as on shm; work pending):
+ * the caller polls instead. Called with the lock held. */
+static int hk_sleep_on_ep(struct rdma_clnt *ct, uint64_t wake)
+{
+	struct pollfd p[2];
+	uint64_t now = rpcrdma__rpc_now(), v;
+	int fd = ct->ep ? rpcrdma_ep_fd(ct->ep) : -1;
+
+	if (fd < 0 || ct->hk_fd < 0 || rpcrdma_ep_arm(ct->ep) != 0)
+		return -1;
+	p[0].fd = fd;
+	p[0].events = POLLIN;
+	p[1].fd = ct->hk_fd;
+	p[1].events = POLLIN;
+	pthread_mutex_unlock(&ct->lock);
+	/* a descriptor closed meanwhile (conn_down) wakes nothing: conn_down signals hk_fd */
+	poll(p, 2, wake > now ? (int)(wake - now) : 0);
+	(void)!read(ct->hk_fd, &v, sizeof(v));
+	pthread_mutex_lock(&ct->lock);
+	return 0;
+}
+
+static void hk_signal(struct rdma_clnt *ct)
+{
+	uint64_t one = 1;
+
+	if (ct->hk_fd >= 0)
+		(void)!write(ct->hk_fd, &one, sizeof(one));
+}
+
 /* Zero-timeout calls and keepalive need the connection driven while no caller waits:
  * the thread drives it while such calls are pending, pings an idle connection when
- * keepalive is due, and otherwise sleeps on its condition variable. */
+ * keepalive is due, and otherwise sleeps on its condition variable. With a callback
+ * program it also dispatches calls from the server, and waits for them on the
+ * endpoint's descriptor. */
 static void *housekeeper(void *arg)
 {
 	struct rdma_clnt *ct = arg;
@@ -829,9 +869,13 @@ static void *housekeeper(void *arg)
 		 * server arrive while nobody calls */
 		if (!ct->nwaiters && (background_calls(ct) || (ka_on && now >= ka_due) ||
 				      (conn_alive(ct) && rpcrdma__cb_active(ct->cb)))) {
-			int none = drive(ct, WAIT_SLICE_MS,
+			int only_cb = !background_calls(ct) && !(ka_on && now >= ka_due);
+			int none = drive(ct, only_cb ? 0 : WAIT_SLICE_MS,
 					 now + (uint64_t)ct->opts.connect_timeout_ms);
 
+			if (only_cb && ct->idle && !rpcrdma__cb_pending(ct->cb) &&
+			    hk_sleep_on_ep(ct, ka_on && ka_due < wake ? ka_due : wake) == 0)
+				continue;
 			pthread_mutex_unlock(&ct->lock);
 			if (none)
 				pause_ms(WAIT_SLICE_MS);
@@ -858,6 +902,7 @@ static void hk_wake(struct rdma_clnt *ct)
 		return;
 	}
 	pthread_cond_signal(&ct->hk_cv);
+	hk_signal(ct);
 }
 
 /* ---- cl_ops ---- */
@@ -1093,6 +1138,7 @@ static void rdma_destroy(CLIENT *cl)
 	flush_background(ct);
 	ct->hk_stop = 1;
 	pthread_cond_signal(&ct->hk_cv);
+	hk_signal(ct);
 	pthread_mutex_unlock(&ct->lock);
 	if (ct->hk_started)
 		pthread_join(ct->hk, NULL);
@@ -1109,6 +1155,8 @@ static void rdma_destroy(CLIENT *cl)
 	/* cl_auth is the caller's, as with every libtirpc client: they destroy it */
 	rpcrdma__cb_destroy(ct->cb);
 	rpcrdma_prov_close(ct->p);
+	if (ct->hk_fd >= 0)
+		close(ct->hk_fd);
 	pthread_cond_destroy(&ct->hk_cv);
 	pthread_mutex_destroy(&ct->lock);
 	free(ct->host);
@@ -1373,6 +1421,7 @@ static int init_lock(struct rdma_clnt *ct)
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&ct->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
+	ct->hk_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);   /* -1: the thread polls */
 	return pthread_cond_init(&ct->hk_cv, NULL);
 }
 
@@ -1455,6 +1504,8 @@ out_prov:
 	rpcrdma_prov_close(ct->p);
 out_free:
 	rpcrdma__cb_destroy(ct->cb);
+	if (ct->hk_fd >= 0)
+		close(ct->hk_fd);
 	pthread_cond_destroy(&ct->hk_cv);
 	pthread_mutex_destroy(&ct->lock);
 	free(ct->host);

@@ -98,7 +98,8 @@ typedef void (*rpcrdma_dispatch_fn)(struct svc_req *rqstp, SVCXPRT *xprt);
 /* Serve prog/vers on cl's connection (each connection it makes): calls the server makes
  * back are dispatched to dispatch with svc_getargs()/svc_sendreply()/svcerr_*() as in
  * any server, one at a time in arrival order, on the client's background thread (never
- * on a thread inside clnt_call). A dispatch function may make calls on cl or any other
+ * on a thread inside clnt_call), which sleeps on the connection's descriptor meanwhile
+ * (shm: polls every 1 ms). A dispatch function may make calls on cl or any other
  * client. Calls for a program not registered are answered PROG_UNAVAIL (PROG_MISMATCH
  * for a known program of another version). dispatch NULL: unregister. Returns 0, or -1
  * (not an RDMA client, or 16 programs already). */
