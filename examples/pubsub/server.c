@@ -54,6 +54,7 @@ static void *pusher(void *arg)
 {
 	struct sub *s = arg;
 	u_int id = s->id;
+	int rc;
 
 	pthread_mutex_lock(&lock);
 	for (;;) {
@@ -62,10 +63,11 @@ static void *pusher(void *arg)
 		if (s->failed || (s->finishing && s->sent == s->queued))
 			break;
 		pthread_mutex_unlock(&lock);
-		if (push(s, s->sent + 1))
-			s->failed = 1;
+		rc = push(s, s->sent + 1);   /* only this thread moves sent */
 		pthread_mutex_lock(&lock);
-		if (!s->failed)
+		if (rc)
+			s->failed = 1;
+		else
 			s->sent++;
 		pthread_cond_broadcast(&cv);
 	}
@@ -95,7 +97,12 @@ bool_t subscribe_1_svc(void *argp, u_int *result, struct svc_req *rq)
 	memset(s, 0, sizeof(*s));
 	s->id = nsubs + 1;
 	s->cb = svc_rdma_bc_create(rq->rq_xprt, PUBSUB_CB, PUBSUB_CB_V1);
-	if (!s->cb || pthread_create(&s->thread, NULL, pusher, s)) {
+	if (s->cb && pthread_create(&s->thread, NULL, pusher, s)) {
+		auth_destroy(s->cb->cl_auth);
+		clnt_destroy(s->cb);
+		s->cb = NULL;
+	}
+	if (!s->cb) {
 		pthread_mutex_unlock(&lock);
 		return FALSE;
 	}
@@ -128,10 +135,12 @@ bool_t finish_1_svc(u_int *id, u_int *result, struct svc_req *rq)
 	struct sub *s;
 
 	(void)rq;
-	if (*id < 1 || *id > nsubs)
-		return FALSE;
-	s = &subs[*id - 1];
 	pthread_mutex_lock(&lock);
+	if (*id < 1 || *id > nsubs) {
+		pthread_mutex_unlock(&lock);
+		return FALSE;
+	}
+	s = &subs[*id - 1];
 	s->finishing = 1;
 	pthread_cond_broadcast(&cv);
 	while (s->sent != s->queued && !s->failed)
