@@ -103,6 +103,7 @@ struct fab_ep {
 	struct fab_listener *lst;    /* MSG: the listener that accepted it, while both live */
 	struct fab_ep *lst_prev, *lst_next;
 	struct rpcrdma__tcp_pair pair;   /* MSG: its two ends */
+	int pair_known;                  /* ... when libfabric could say them */
 	struct fab_ctrl ctrl;        /* RDM: control receive */
 };
 
