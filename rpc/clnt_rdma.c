@@ -790,15 +790,10 @@ static void spin_learn(struct rdma_clnt *ct)
 	ct->wait_ns = (ct->wait_ns * 7 + w) / 8;
 }
 
-/* 1 when more than one call of ours is live: the server has work queued for us. */
-static int several_live(const struct rdma_clnt *ct)
+static int in_flight(const struct rdma_clnt *ct)
 {
-	const struct ccall *c;
-	int n = 0;
-
-	for (c = ct->head; c && n < 2; c = c->next)
-		n += !c->done;
-	return n > 1;
+	return ct->eng ? (int)(rpcrdma_eng_credits_free(ct->eng) == 0 ? 2 :
+			       ct->head && ct->head->next) : 0;
 }
 
 static int spin_done(struct rdma_clnt *ct)
@@ -809,7 +804,7 @@ static int spin_done(struct rdma_clnt *ct)
 	if (ct->idle < SPIN_POLLS_MIN || (ct->idle & 15u))
 		return 0;
 	budget = budget < SPIN_MIN_NS ? SPIN_MIN_NS : budget > SPIN_MAX_NS ? SPIN_MAX_NS : budget;
-	if (!several_live(ct))
+	if (!in_flight(ct))
 		budget = SPIN_ONE_NS;
 	return mono_ns() - ct->idle_since_ns >= budget;
 }
