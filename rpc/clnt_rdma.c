@@ -30,7 +30,7 @@
 #define WAIT_SLICE_MS 1
 #define FLUSH_MS 1000
 #define VOID_REPLY_MAX (24 + 2 * MAX_AUTH_BYTES)
-#define SPIN_POLLS_MIN 16   /* empty polls before the spin's clock is even read */
+#define SPIN_POLLS 20000
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 #define HK_IDLE_MS 1000
@@ -87,8 +87,6 @@ struct rdma_clnt {
 	struct ccall *head, *tail;   /* live calls */
 	int async_pending;
 	unsigned idle;               /* empty polls in a row */
-	uint64_t idle_since_ns;      /* the first of them */
-	uint64_t wait_ns;            /* how long a wait lasts, smoothed (adaptive spin) */
 	uint64_t answers;            /* calls answered, on any connection */
 	uint64_t last_rx;            /* time anything was last received */
 	uint64_t next_connect;       /* no new connection before then */
@@ -757,58 +755,6 @@ static int conn_alive(const struct rdma_clnt *ct)
 	return ct->eng && rpcrdma_eng_alive(ct->eng);
 }
 
-/* ---- waiting: spin as long as answers usually take, then sleep ----
- * Polling finds an answer microseconds sooner than a wake-up does, but every microsecond
- * spent polling is one the server (or the program holding the other core) does not get.
- * With one call in flight nothing else can be done and a wake-up on a busy host costs a
- * scheduler slice, so the client spins long (SPIN_ONE_NS). With several, the server is
- * working for us and needs the core: the client spins about as long as a wait usually
- * lasts on this connection (twice the smoothed wait, within SPIN_MIN_NS..SPIN_MAX_NS),
- * then sleeps in the provider's wait. Measured in docs/BENCHMARKS.md. */
-#define SPIN_MIN_NS 2000u
-#define SPIN_MAX_NS 50000u
-#define SPIN_ONE_NS 10000000u
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Something arrived after idle_since_ns: one more sample of how long waits last. */
-static void spin_learn(struct rdma_clnt *ct)
-{
-	uint64_t w;
-
-	if (!ct->idle)
-		return;
-	w = mono_ns() - ct->idle_since_ns;
-	if (w > 10u * SPIN_MAX_NS)
-		w = 10u * SPIN_MAX_NS;   /* one long silence must not stop all spinning */
-	ct->wait_ns = (ct->wait_ns * 7 + w) / 8;
-}
-
-static int in_flight(const struct rdma_clnt *ct)
-{
-	return ct->eng ? (int)(rpcrdma_eng_credits_free(ct->eng) == 0 ? 2 :
-			       ct->head && ct->head->next) : 0;
-}
-
-static int spin_done(struct rdma_clnt *ct)
-{
-	uint64_t budget = 2 * ct->wait_ns;
-
-	/* the clock is read on every 16th empty poll only */
-	if (ct->idle < SPIN_POLLS_MIN || (ct->idle & 15u))
-		return 0;
-	budget = budget < SPIN_MIN_NS ? SPIN_MIN_NS : budget > SPIN_MAX_NS ? SPIN_MAX_NS : budget;
-	if (!in_flight(ct))
-		budget = SPIN_ONE_NS;
-	return mono_ns() - ct->idle_since_ns >= budget;
-}
-
 /* Feed what the endpoint completed to the engine, waiting up to wait_ms when nothing is
  * there; without a connection, make one when calls need it (within limit). Returns 1
  * when there is no connection to wait on. Called with the lock held. */
@@ -835,7 +781,6 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	rpcrdma_eng_tick(ct->eng, now);
 	expire_background(ct, now);
 	if (n) {
-		spin_learn(ct);
 		ct->idle = 0;
 		ct->last_rx = now;
 	}
@@ -848,9 +793,9 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 		return 0;
 	}
 	submit_queued(ct, now);
-	if (!n && ct->idle++ == 0)
-		ct->idle_since_ns = mono_ns();
-	else if (!n && wait_ms && spin_done(ct))
+	/* an RDMA operation targeting us moves only while we poll: keep polling a while
+	 * before sleeping in the provider's wait */
+	if (!n && ++ct->idle > SPIN_POLLS && wait_ms)
 		rpcrdma_ep_wait(ct->ep, wait_ms);
 	return 0;
 }
