@@ -121,9 +121,16 @@ static int resume_buf(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
 	return rpcrdma__eng_settle(e, post_buf(e, b));
 }
 
-/* Header (RDMA_MSG, or RDMA_ERROR/ERR_CHUNK when body is NULL) and body into a Send
- * buffer, posted now or when the send queue has room, in order with other stalled
- * work. Returns -RPCRDMA_ERR_NOSPC when no Send buffer is free. */
+/* §4.2: a backward message is inline, within the receiving peer's buffers. The one
+ * place this bound is checked; callers check before they send. */
+static bool fits_inline(const struct rpcrdma_eng *e, uint32_t len)
+{
+	return (uint64_t)len + BC_HDR_LEN <= e->inline_send;
+}
+
+/* Header (RDMA_MSG, or RDMA_ERROR/ERR_CHUNK when body is NULL) and body (which
+ * fits_inline) into a Send buffer, posted now or when the send queue has room, in order
+ * with other stalled work. Returns -RPCRDMA_ERR_NOSPC when no Send buffer is free. */
 static int send_backward(struct rpcrdma_eng *e, uint32_t xid, uint32_t credits,
 			 const void *body, uint32_t len)
 {
@@ -143,9 +150,9 @@ static int send_backward(struct rpcrdma_eng *e, uint32_t xid, uint32_t credits,
 	m.vers_low = m.vers_high = RPCRDMA_VERSION;
 	b = rpcrdma__eng_sbuf_get(e);
 	n = rpcrdma_encode(&m, b->mem, e->inline_send);
-	if (n < 0 || (uint64_t)n + len > e->inline_send) {
+	if (n < 0) {
 		rpcrdma__eng_sbuf_put(e, b);
-		return -RPCRDMA_ERR_NOSPC;
+		return n;
 	}
 	if (body)
 		memcpy(b->mem + n, body, len);
@@ -158,6 +165,15 @@ static int send_backward(struct rpcrdma_eng *e, uint32_t xid, uint32_t credits,
 }
 
 /* ---- client: the backward responder ---- */
+
+/* RDMA_ERROR/ERR_CHUNK for backward call xid (§5.3, or a reply that does not fit). */
+static void refuse_chunk(struct rpcrdma_eng *e, uint32_t xid)
+{
+	if (send_backward(e, xid, bc_slots(e), NULL, 0))
+		rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
+	else
+		rpcrdma__eng_count(e, RPCRDMA_EC_ERR_CHUNK_SENT);
+}
 
 static int find_held(const struct rpcrdma_eng *e, uint32_t xid)
 {
@@ -200,21 +216,17 @@ static void refuse_with(struct rpcrdma_eng *e, uint32_t xid, uint32_t stat)
  * that ignores our grant, one of the forward ones): the caller posts it again. Returns
  * false when m is no call. */
 bool rpcrdma__eng_bc_client_recv(struct rpcrdma_eng *e, const struct rpcrdma_msg *m,
-				 const uint8_t *buf, uint32_t len)
+				 const uint8_t *buf)
 {
 	int slot;
 
-	(void)len;
 	if (m->dir != RPCRDMA_DIR_CALL)
 		return false;
 	e->st.bc_calls++;
 	if (m->proc != RPCRDMA_MSG || m->nreads || m->nwrites || m->has_reply) {
 		/* §5.3: no chunks in the backward direction; §5.1: RDMA_MSG only */
 		e->st.bc_refused++;
-		if (send_backward(e, m->xid, bc_slots(e), NULL, 0))
-			rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
-		else
-			rpcrdma__eng_count(e, RPCRDMA_EC_ERR_CHUNK_SENT);
+		refuse_chunk(e, m->xid);
 		return true;
 	}
 	if (!bc_slots(e)) {
@@ -258,14 +270,13 @@ int rpcrdma_eng_bc_reply(struct rpcrdma_eng *e, uint32_t xid, const void *xdr, u
 	e->now = now_ms;
 	if (len < RPCRDMA_MIN_RPC_LEN || rpcrdma__get32(xdr) != xid)
 		return -RPCRDMA_ERR_INVAL;
-	rc = send_backward(e, xid, bc_slots(e), xdr, len);
-	if (rc == -RPCRDMA_ERR_NOSPC && (uint64_t)len + BC_HDR_LEN > e->inline_send) {
-		/* §4.2: the server's receives bound a backward reply; it must hear why */
+	if (!fits_inline(e, len)) {
+		/* the server's receives bound a backward reply; it must hear why */
 		e->st.bc_failed++;
-		if (send_backward(e, xid, bc_slots(e), NULL, 0) == 0)
-			rpcrdma__eng_count(e, RPCRDMA_EC_ERR_CHUNK_SENT);
+		refuse_chunk(e, xid);
 		return -RPCRDMA_ERR_NOSPC;
 	}
+	rc = send_backward(e, xid, bc_slots(e), xdr, len);
 	if (rc) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_NO_RESOURCES);
 		return rc;
@@ -308,8 +319,7 @@ int rpcrdma_eng_bc_call(struct rpcrdma_eng *e, const void *xdr, uint32_t len, vo
 		return -RPCRDMA_ERR_INVAL;
 	if (!e->started || e->dead)
 		return -RPCRDMA_ERR_DISCONN;
-	/* §4.2: inline only, within the client's receive buffers */
-	if ((uint64_t)len + BC_HDR_LEN > e->inline_send)
+	if (!fits_inline(e, len))
 		return -RPCRDMA_ERR_NOSPC;
 	b = calloc(1, sizeof(*b));
 	if (!b)

@@ -645,7 +645,7 @@ static void unmatched(struct rpcrdma_eng *e, const uint8_t *buf, uint32_t len)
 
 	rpcrdma_msg_bind(&m, &st);
 	if (rpcrdma_decode(buf, len, RPCRDMA_DIR_ANY, &e->cfg.limits, &m, &ds) == 0 &&
-	    rpcrdma__eng_bc_client_recv(e, &m, buf, len))
+	    rpcrdma__eng_bc_client_recv(e, &m, buf))
 		return;
 	/* a reply for nothing pending changes nothing, credits included */
 	rpcrdma__eng_count(e, RPCRDMA_EC_UNKNOWN_XID);
@@ -679,7 +679,7 @@ bool rpcrdma__eng_client_recv(struct rpcrdma_eng *e, const uint8_t *buf, uint32_
 		return true;
 	}
 	/* a backward call whose XID happens to match one of ours says nothing of our call */
-	if (rpcrdma__eng_bc_client_recv(e, &c->msg, buf, len))
+	if (rpcrdma__eng_bc_client_recv(e, &c->msg, buf))
 		return false;
 	/* nor does a DONE */
 	if (c->msg.proc == RPCRDMA_DONE) {

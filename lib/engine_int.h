@@ -286,7 +286,7 @@ uint32_t rpcrdma__hdr_chunks_len(uint32_t nreads, uint32_t nwrite_chunks,
 int rpcrdma__eng_bc_init(struct rpcrdma_eng *e);
 int rpcrdma__eng_bc_start(struct rpcrdma_eng *e);
 bool rpcrdma__eng_bc_client_recv(struct rpcrdma_eng *e, const struct rpcrdma_msg *m,
-				 const uint8_t *buf, uint32_t len);
+				 const uint8_t *buf);
 bool rpcrdma__eng_bc_server_recv(struct rpcrdma_eng *e, const struct rpcrdma_msg *m);
 bool rpcrdma__eng_is_reply(const struct rpcrdma_msg *m);
 void rpcrdma__eng_bc_pump(struct rpcrdma_eng *e);

@@ -2,6 +2,7 @@
 /* What every CLIENT * of ours keeps about itself and answers in clnt_control() as
  * libtirpc's clients do: XIDs, program, version, timeouts. The forward client
  * (clnt_rdma.c) and the backchannel's (svc_bc.c) share it. */
+#include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -42,6 +43,36 @@ int rpcrdma__ids_timeout(struct rpcrdma__clnt_ids *ids, struct timeval tv)
 	if (ids->timeout_ms < 0 && timeval_valid(&tv))
 		ids->last_timeout_ms = timeval_ms(tv);
 	return ids->timeout_ms >= 0 ? ids->timeout_ms : timeval_ms(tv);
+}
+
+enum clnt_stat rpcrdma__reply_take(XDR *x, AUTH *auth, xdrproc_t xres, void *res,
+				   struct rpc_err *err)
+{
+	struct rpc_msg rm;
+
+	memset(&rm, 0, sizeof(rm));
+	memset(err, 0, sizeof(*err));
+	rm.acpted_rply.ar_verf = _null_auth;
+	rm.acpted_rply.ar_results.where = NULL;
+	rm.acpted_rply.ar_results.proc = RPCRDMA_XDR_VOID;
+	if (!xdr_replymsg(x, &rm)) {
+		err->re_status = RPC_CANTDECODERES;
+		return err->re_status;
+	}
+	_seterr_reply(&rm, err);
+	if (err->re_status == RPC_SUCCESS) {
+		if (!AUTH_VALIDATE(auth, &rm.acpted_rply.ar_verf)) {
+			err->re_status = RPC_AUTHERROR;
+			err->re_why = AUTH_INVALIDRESP;
+		} else if (!AUTH_UNWRAP(auth, x, xres, res)) {
+			err->re_status = RPC_CANTDECODERES;
+		}
+	}
+	if (rm.acpted_rply.ar_verf.oa_base) {
+		x->x_op = XDR_FREE;
+		xdr_opaque_auth(x, &rm.acpted_rply.ar_verf);
+	}
+	return err->re_status;
 }
 
 int rpcrdma__ids_control(struct rpcrdma__clnt_ids *ids, u_int req, void *info, bool_t *ok)

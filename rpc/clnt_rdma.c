@@ -370,7 +370,6 @@ static enum clnt_stat decode_reply(struct ccall *call, struct rpc_err *err)
 {
 	struct rdma_clnt *ct = call->ct;
 	struct rpcrdma__xdr dec;
-	struct rpc_msg rm;
 	uint32_t len, i;
 	const void *rep = rpcrdma_eng_call_reply(call->ec, &len);
 
@@ -379,28 +378,8 @@ static enum clnt_stat decode_reply(struct ccall *call, struct rpc_err *err)
 	dec.results = call->res;
 	dec.nresults = call->nres;
 	memcpy(dec.caller_owned, call->res_caller, sizeof(call->res_caller));
-	memset(&rm, 0, sizeof(rm));
-	rm.acpted_rply.ar_verf = _null_auth;
-	rm.acpted_rply.ar_results.where = NULL;
-	rm.acpted_rply.ar_results.proc = RPCRDMA_XDR_VOID;
 	rpcrdma__xdr_enter(&dec);
-	if (!xdr_replymsg(&dec.x, &rm)) {
-		err->re_status = RPC_CANTDECODERES;
-	} else {
-		_seterr_reply(&rm, err);
-		if (err->re_status == RPC_SUCCESS) {
-			if (!AUTH_VALIDATE(ct->cl.cl_auth, &rm.acpted_rply.ar_verf)) {
-				err->re_status = RPC_AUTHERROR;
-				err->re_why = AUTH_INVALIDRESP;
-			} else if (!AUTH_UNWRAP(ct->cl.cl_auth, &dec.x, call->xres, call->resp)) {
-				err->re_status = RPC_CANTDECODERES;
-			}
-		}
-		if (rm.acpted_rply.ar_verf.oa_base) {
-			dec.x.x_op = XDR_FREE;
-			xdr_opaque_auth(&dec.x, &rm.acpted_rply.ar_verf);
-		}
-	}
+	rpcrdma__reply_take(&dec.x, ct->cl.cl_auth, call->xres, call->resp, err);
 	rpcrdma__xdr_leave();
 	/* results handed to the caller's structure are theirs now (freed by clnt_freeres) */
 	for (i = 0; i < call->nres; i++)

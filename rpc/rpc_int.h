@@ -127,6 +127,10 @@ void rpcrdma__ids_init(struct rpcrdma__clnt_ids *ids, rpcprog_t prog, rpcvers_t 
 uint32_t rpcrdma__ids_next_xid(struct rpcrdma__clnt_ids *ids);
 /* The milliseconds a call with timeout tv waits (CLSET_TIMEOUT wins). */
 int rpcrdma__ids_timeout(struct rpcrdma__clnt_ids *ids, struct timeval tv);
+/* Decode a reply from x as libtirpc's clnt_vc_call does: the header, the verifier
+ * through auth, then (accepted and successful) the results; err says how it went. */
+enum clnt_stat rpcrdma__reply_take(XDR *x, AUTH *auth, xdrproc_t xres, void *res,
+				   struct rpc_err *err);
 /* 1 when req is one of these (*ok: the answer), 0 otherwise. */
 int rpcrdma__ids_control(struct rpcrdma__clnt_ids *ids, u_int req, void *info, bool_t *ok);
 

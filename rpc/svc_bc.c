@@ -62,32 +62,10 @@ static enum clnt_stat encode(struct bc_clnt *bc, rpcproc_t proc, xdrproc_t xargs
 static enum clnt_stat decode(struct bc_clnt *bc, const uint8_t *rep, uint32_t len,
 			     xdrproc_t xres, void *res, struct rpc_err *err)
 {
-	struct rpc_msg rm;
 	XDR x;
 
-	memset(&rm, 0, sizeof(rm));
-	memset(err, 0, sizeof(*err));
-	rm.acpted_rply.ar_verf = _null_auth;
-	rm.acpted_rply.ar_results.where = NULL;
-	rm.acpted_rply.ar_results.proc = RPCRDMA_XDR_VOID;
 	xdrmem_create(&x, (char *)(uintptr_t)rep, len, XDR_DECODE);
-	if (!xdr_replymsg(&x, &rm)) {
-		err->re_status = RPC_CANTDECODERES;
-	} else {
-		_seterr_reply(&rm, err);
-		if (err->re_status == RPC_SUCCESS) {
-			if (!AUTH_VALIDATE(bc->cl.cl_auth, &rm.acpted_rply.ar_verf)) {
-				err->re_status = RPC_AUTHERROR;
-				err->re_why = AUTH_INVALIDRESP;
-			} else if (!AUTH_UNWRAP(bc->cl.cl_auth, &x, xres, res)) {
-				err->re_status = RPC_CANTDECODERES;
-			}
-		}
-		if (rm.acpted_rply.ar_verf.oa_base) {
-			x.x_op = XDR_FREE;
-			xdr_opaque_auth(&x, &rm.acpted_rply.ar_verf);
-		}
-	}
+	rpcrdma__reply_take(&x, bc->cl.cl_auth, xres, res, err);
 	XDR_DESTROY(&x);
 	return err->re_status;
 }
