@@ -21,9 +21,13 @@ grep -q '^3 calls, 3 replies, 0% lost' "$out/ping" || fail "ping summary"
 	--sizes 0,4k,1m --json --check --compare >"$out/perf" || fail "perf exit status"
 cat "$out/perf"
 results=$(grep -c '^{"transport":"\(rdma\|tirpc\)/' "$out/perf")
-[ "$results" -eq 28 ] || fail "expected 28 results (14 per transport), got $results"
+[ "$results" -eq 30 ] || fail "expected 30 results (15 per transport), got $results"
 shape='^{"transport":"[a-z]*/[a-z]*","op":"\(null\|read\|write\)","size":[0-9]*,"depth":[0-9]*,"calls_per_s":[0-9]*,"MBps":[0-9.]*,"p50_us":[0-9.]*,"p99_us":[0-9.]*,"cpu_s_per_GB":[0-9.]*,"verified":[0-9]*,"failed":0}$'
-bad=$(grep '^{"transport":"\(rdma\|tirpc\)/' "$out/perf" | grep -vc "$shape")
+setup='^{"transport":"[a-z]*/[a-z]*","op":"setup","size":0,"depth":1,"calls_per_s":[0-9]*,"MBps":0.0,"p50_us":[0-9.]*,"p99_us":[0-9.]*,"cpu_s_per_GB":0.00,"verified":[1-9][0-9]*,"failed":0,"first_us":[0-9.]*}$'
+[ "$(grep -c "$setup" "$out/perf")" -eq 2 ] || fail "no setup figure (new client to first reply) for each transport"
+grep -q '^{"ratio":"rdma/[a-z]*/tirpc/tcp","op":"setup",.*"what":"clients/s"' "$out/perf" ||
+	fail "no setup ratio against tirpc"
+bad=$(grep '^{"transport":"\(rdma\|tirpc\)/' "$out/perf" | grep -v '"op":"setup"' | grep -vc "$shape")
 [ "$bad" -eq 0 ] || fail "$bad results without the documented shape or with failed calls"
 unverified=$(grep '"op":"\(read\|write\)"' "$out/perf" | grep -c '"verified":0,')
 [ "$unverified" -eq 0 ] || fail "$unverified data results verified nothing"
@@ -38,8 +42,15 @@ wait "$spid"
 spid=
 grep -q 'statistics at exit' "$out/serve" || fail "no statistics at exit"
 cat "$out/serve"
-# perf with its own server
+# perf with its own server, and one core kept busy by a process of its own that ends with it
 "$BIN" perf --provider "$PROV" --seconds 0.05 --ops null,read --sizes 4k --depths 1 --check \
-	>"$out/own" || fail "perf with its own server"
+	--busy 1 >"$out/own" || fail "perf with its own server"
 cat "$out/own"
+bpid=$(sed -n 's/^busy: 1 thread spinning in process \([0-9]*\) .*/\1/p' "$out/own")
+[ -n "$bpid" ] || fail "perf --busy 1 did not say which process spins"
+! kill -0 "$bpid" 2>/dev/null || fail "the --busy process $bpid outlived perf"
+grep -q '^rdma/[a-z]* *read' "$out/own" || fail "no figure with --busy"
+"$BIN" perf --provider "$PROV" --seconds 0.05 --ops setup --busy 2 --json >"$out/busyjson" ||
+	fail "perf --busy 2 --json"
+grep -q '"busy":2}}$' "$out/busyjson" || fail "the run object does not say busy 2"
 echo "serve, ping and perf: ok"

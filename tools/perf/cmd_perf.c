@@ -2,6 +2,7 @@
 /* rpcrdma perf: a matrix of operations x sizes x calls in flight against the built-in
  * service, over RPC-over-RDMA and (--compare) over ONC RPC/TCP with libtirpc, with the raw
  * provider ceiling from bench_prov. Figures only: it never fails on speed. */
+#include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -19,16 +21,22 @@
 #include "cli.h"
 #include "perf_common.h"
 
-/* echo: the data inline both ways, no binding: long calls and long replies (reply chunk)
- * once it is larger than the inline threshold */
-enum { OP_NULL, OP_READ, OP_WRITE, OP_ECHO, OP_COUNT };
-static const char *const op_names[OP_COUNT] = { "null", "read", "write", "echo" };
+/* setup: a new client, its connection and the first NULL reply, timed together (what a
+ * program that makes a client per task pays); echo: the data inline both ways, no
+ * binding: long calls and long replies (reply chunk) once it is larger than the inline
+ * threshold */
+enum { OP_SETUP, OP_NULL, OP_READ, OP_WRITE, OP_ECHO, OP_COUNT };
+static const char *const op_names[OP_COUNT] = { "setup", "null", "read", "write", "echo" };
+#define OPS_DEFAULT ((1u << OP_SETUP) | (1u << OP_NULL) | (1u << OP_READ) | (1u << OP_WRITE))
+#define SETUP_MAX 1000   /* clients made per setup figure, at most */
 
 struct cfg {
 	const char *provider;
 	char host[256];
 	uint16_t port, tcp_port;
 	pid_t child;
+	int busy;          /* --busy N: threads spinning in another process meanwhile */
+	pid_t busy_pid;
 	double secs;
 	int json, compare, check;
 	unsigned ops;
@@ -51,6 +59,7 @@ struct result {
 	uint32_t size;
 	int depth;
 	double calls_s, mbps, p50, p99, cpu_gb;
+	double first_us;   /* setup: the first client of the figure */
 	uint64_t calls, verified, failed;
 };
 
@@ -85,6 +94,51 @@ static double cpu_now(pid_t child)
 		s += (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 	fclose(f);
 	return s;
+}
+
+/* ---- --busy: other programs holding cores ---- */
+
+static void *spin(void *arg)
+{
+	volatile unsigned long *sink = arg;
+
+	for (;;)
+		(*sink)++;
+	return NULL;
+}
+
+/* N threads spinning in a process of their own for as long as perf runs, as another
+ * program on a shared server would; it dies with perf (PR_SET_PDEATHSIG). Returns its
+ * pid, or -1. */
+static pid_t start_busy(int n)
+{
+	static volatile unsigned long sink;
+	pid_t parent = getpid(), pid;
+	pthread_t t;
+	int i;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid != 0)
+		return pid;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(0);
+	for (i = 1; i < n; i++)
+		if (pthread_create(&t, NULL, spin, (void *)&sink))
+			_exit(1);
+	spin((void *)&sink);
+	_exit(0);
+}
+
+static void stop_busy(struct cfg *c)
+{
+	if (c->busy_pid <= 0)
+		return;
+	kill(c->busy_pid, SIGKILL);
+	waitpid(c->busy_pid, NULL, 0);
+	c->busy_pid = 0;
 }
 
 /* ---- one call of an operation, checked when asked ---- */
@@ -280,13 +334,47 @@ static void summarise(struct result *r, struct slot *sl, int n, double dt, doubl
 	}
 	qsort(all, total, sizeof(double), cmp_d);
 	r->calls = total;
-	r->calls_s = total / dt;
-	r->mbps = r->op == OP_NULL ? 0 : total * (double)r->size / dt / 1e6;
+	r->calls_s = dt > 0 ? total / dt : 0;
+	r->mbps = total * (double)r->size / (dt > 0 ? dt : 1) / 1e6;
 	r->p50 = total ? all[total / 2] * 1e6 : 0;
 	r->p99 = total ? all[(total - 1) * 99 / 100] * 1e6 : 0;
-	r->cpu_gb = r->op == OP_NULL || !total || !r->size ? 0 :
+	r->cpu_gb = !total || !r->size ? 0 :
 		    cpu / (total * (double)r->size / 1e9);
 	free(all);
+}
+
+/* setup: clients made one after another for the figure's time (at most SETUP_MAX), each
+ * created, used for one NULL call and destroyed; creation and call are timed, the
+ * destruction is not. The figure's calls/s is clients per second of that time. */
+static int measure_setup(struct cfg *c, const char *provider, struct result *r)
+{
+	struct slot s = { .c = c, .op = OP_NULL, .cap = SETUP_MAX };
+	double end = now_s() + c->secs, spent = 0;
+
+	s.lat = malloc(sizeof(double) * s.cap);
+	if (!s.lat)
+		return -1;
+	while (s.nlat < s.cap && (s.nlat == 0 || running(end))) {
+		double t0 = now_s();
+		enum clnt_stat st;
+
+		s.cl = ps_client(provider, c->host, provider ? c->port : c->tcp_port);
+		if (!s.cl) {
+			ps_explain_create_error("perf", provider, c->host,
+						provider ? c->port : c->tcp_port, c->json);
+			free(s.lat);
+			return -1;
+		}
+		st = call_sync(&s);
+		s.t0 = t0;
+		record(&s, st);
+		spent += now_s() - t0;
+		clnt_destroy(s.cl);
+	}
+	r->first_us = s.lat[0] * 1e6;
+	summarise(r, &s, 1, spent, 0);
+	free(s.lat);
+	return 0;
 }
 
 /* Run op/size/depth over RDMA (provider) or ONC RPC/TCP (provider NULL). */
@@ -305,6 +393,11 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 	r->op = op;
 	r->size = size;
 	r->depth = depth;
+	if (op == OP_SETUP) {
+		free(sl);
+		free(th);
+		return measure_setup(c, provider, r);
+	}
 	for (i = 0; i < nclients; i++) {
 		cls[i] = ps_client(provider, c->host, provider ? c->port : c->tcp_port);
 		if (!cls[i]) {
@@ -381,14 +474,17 @@ static void print_run(const struct cfg *c)
 	printf("],\"depths\":[");
 	for (i = 0; i < c->ndepths; i++)
 		printf("%s%d", i ? "," : "", c->depths[i]);
-	printf("],\"compare\":%s,\"check\":%s}}\n", c->compare ? "true" : "false",
-	       c->check ? "true" : "false");
+	printf("],\"compare\":%s,\"check\":%s,\"busy\":%d}}\n", c->compare ? "true" : "false",
+	       c->check ? "true" : "false", c->busy);
 }
 
 static void print_header(const struct cfg *c)
 {
 	if (c->json)
 		print_run(c);
+	if (!c->json && c->busy)
+		printf("busy: %d thread%s spinning in process %d while the figures are taken\n",
+		       c->busy, c->busy == 1 ? "" : "s", (int)c->busy_pid);
 	if (!c->json)
 		printf("%-10s %-5s %9s %5s %11s %9s %9s %9s %9s\n", "transport", "op", "bytes", "depth",
 		       "calls/s", "MB/s", "p50 us", "p99 us", "cpu s/GB");
@@ -404,11 +500,16 @@ static void print_result(const struct cfg *c, const struct result *r)
 		if (c->check)
 			printf(",\"verified\":%llu,\"failed\":%llu", (unsigned long long)r->verified,
 			       (unsigned long long)r->failed);
+		if (r->op == OP_SETUP)
+			printf(",\"first_us\":%.1f", r->first_us);
 		printf("%s}\n", stop_sig ? ",\"interrupted\":true" : "");
 	} else {
-		printf("%-10s %-5s %9u %5d %11.0f %9.1f %9.1f %9.1f %9.2f%s%s\n", r->transport,
+		printf("%-10s %-5s %9u %5d %11.0f %9.1f %9.1f %9.1f %9.2f", r->transport,
 		       op_names[r->op], r->size, r->depth, r->calls_s, r->mbps, r->p50, r->p99,
-		       r->cpu_gb, r->failed ? "  FAILED CALLS" : "", stop_sig ? "  (interrupted)" : "");
+		       r->cpu_gb);
+		if (r->op == OP_SETUP)
+			printf("  (first %.0f us)", r->first_us);
+		printf("%s%s\n", r->failed ? "  FAILED CALLS" : "", stop_sig ? "  (interrupted)" : "");
 	}
 	fflush(stdout);
 }
@@ -531,14 +632,16 @@ static void svg_add(const struct cfg *c, const struct result *r, const struct re
 		return;
 	row = &svg_rows[nsvg++];
 	memset(row, 0, sizeof(*row));
-	if (r->op == OP_NULL)
+	if (r->op == OP_SETUP)
+		snprintf(row->label, sizeof(row->label), "new client + first NULL reply");
+	else if (r->op == OP_NULL)
 		snprintf(row->label, sizeof(row->label), "NULL, %d in flight", r->depth);
 	else
 		snprintf(row->label, sizeof(row->label), "%s %u B, %d in flight", op_names[r->op],
 			 r->size, r->depth);
-	row->unit = r->op == OP_NULL ? "calls/s" : "MB/s";
-	row->rdma = r->op == OP_NULL ? r->calls_s : r->mbps;
-	row->tirpc = t ? (t->op == OP_NULL ? t->calls_s : t->mbps) : 0;
+	row->unit = r->op == OP_SETUP ? "clients/s" : r->op == OP_NULL ? "calls/s" : "MB/s";
+	row->rdma = r->op <= OP_NULL ? r->calls_s : r->mbps;
+	row->tirpc = t ? (t->op <= OP_NULL ? t->calls_s : t->mbps) : 0;
 	row->raw = raw_for(r, raw, &what);
 }
 
@@ -582,8 +685,8 @@ static unsigned parse_ops(const char *s)
 		for (i = 0; i < OP_COUNT && strcmp(tok, op_names[i]); i++)
 			;
 		if (i == OP_COUNT) {
-			fprintf(stderr, "rpcrdma perf: invalid --ops '%s': operations are null, read, "
-				"write and echo\n", tok);
+			fprintf(stderr, "rpcrdma perf: invalid --ops '%s': operations are setup, null, "
+				"read, write and echo\n", tok);
 			m = 0;
 			break;
 		}
@@ -597,7 +700,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
 	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
-	      "                    [--compare] [--check] [--json] [--svg FILE]\n"
+	      "                    [--compare] [--check] [--json] [--svg FILE] [--busy N]\n"
 	      "                    [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
 	      "started) for each operation x size x calls in flight. Without HOST it starts\n"
@@ -606,7 +709,9 @@ static void usage(FILE *f)
 	      "(bench_prov), and prints ratios. --check verifies every payload. echo (not in\n"
 	      "the default set) sends its data inline both ways: long calls and replies.\n"
 	      "--svg FILE draws the figures (with --compare: against ONC RPC/TCP and raw) as\n"
-	      "a chart a browser opens.\n"
+	      "a chart a browser opens. setup (in the default set) times a new client, its\n"
+	      "connection and its first NULL reply, one client after another. --busy N keeps\n"
+	      "N threads spinning in another process meanwhile (a shared, busy host).\n"
 	      PS_PCAP_USAGE
 	      "                       (the client's side; a server perf starts is not captured)\n",
 	      f);
@@ -620,6 +725,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 		{ "sizes", required_argument, 0, 'z' }, { "depths", required_argument, 0, 'd' },
 		{ "compare", no_argument, 0, 'C' }, { "check", no_argument, 0, 'k' },
 		{ "json", no_argument, 0, 'j' }, { "svg", required_argument, 0, 'G' },
+		{ "busy", required_argument, 0, 'B' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
@@ -628,9 +734,14 @@ static int parse(int argc, char **argv, struct cfg *c)
 	int ch, i;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjG:P:S:h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjG:B:P:S:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'G': c->svg = optarg; break;
+		case 'B':
+			if (arg_uint("perf", "--busy", optarg, 0, 1024, &v))
+				return -1;
+			c->busy = (int)v;
+			break;
 		case 'p': c->provider = optarg; break;
 		case 'T':
 			if (arg_uint("perf", "--tcp-port", optarg, 1, 65535, &v))
@@ -727,7 +838,7 @@ static void progress(const struct cfg *c, int k, int total, double left)
 
 int cmd_perf(int argc, char **argv)
 {
-	struct cfg c = { .provider = "tcp", .secs = 1.0, .ops = 7,   /* null, read, write */ .sizes = { 0, 4096, 65536, 1u << 20 },
+	struct cfg c = { .provider = "tcp", .secs = 1.0, .ops = OPS_DEFAULT, .sizes = { 0, 4096, 65536, 1u << 20 },
 			 .nsizes = 4, .depths = { 1, 32 }, .ndepths = 2 };
 	struct result r, t;
 	struct raw raw;
@@ -744,9 +855,16 @@ int cmd_perf(int argc, char **argv)
 			cli_json_error("perf", "cannot start a server over the provider");
 		return EXIT_FAIL;
 	}
+	if (c.busy && (c.busy_pid = start_busy(c.busy)) < 0) {
+		fprintf(stderr, "rpcrdma perf: --busy: cannot start a process: %s\n", strerror(errno));
+		rc = EXIT_FAIL;
+		goto out_server;
+	}
 	cli_catch(on_stop, 0, 0);
-	if (c.pcap && ps_pcap_start(c.pcap, c.snaplen))
-		return EXIT_FAIL;
+	if (c.pcap && ps_pcap_start(c.pcap, c.snaplen)) {
+		rc = EXIT_FAIL;
+		goto out_busy;
+	}
 	wdata = malloc(PS_MAX);
 	for (s = 0; s < c.nsizes; s++)
 		if (c.sizes[s] > wdata_sum_len && c.sizes[s] <= PS_MAX)
@@ -755,7 +873,7 @@ int cmd_perf(int argc, char **argv)
 		wdata[s] = (char)ps_byte((uint32_t)s);
 	for (o = 0; o < OP_COUNT; o++)
 		if (c.ops & (1u << o))
-			total += (o == OP_NULL ? 1 : c.nsizes) * c.ndepths;
+			total += (o <= OP_NULL ? 1 : c.nsizes) * (o == OP_SETUP ? 1 : c.ndepths);
 	if (c.compare)
 		raw_ceiling(&c, c.provider, &raw);
 	else
@@ -764,13 +882,18 @@ int cmd_perf(int argc, char **argv)
 	for (o = 0; o < OP_COUNT; o++) {
 		if (!(c.ops & (1u << o)))
 			continue;
-		for (s = 0; s < (o == OP_NULL ? 1 : c.nsizes); s++) {
-			uint32_t size = o == OP_NULL ? 0 : c.sizes[s];
+		/* setup and NULL have no size; setup is one client at a time */
+		for (s = 0; s < (o <= OP_NULL ? 1 : c.nsizes); s++) {
+			uint32_t size = o <= OP_NULL ? 0 : c.sizes[s];
 
 			wdata_sum = ps_checksum(wdata, size);
-			for (d = 0; d < c.ndepths; d++) {
+			for (d = 0; d < (o == OP_SETUP ? 1 : c.ndepths); d++) {
+				int depth = o == OP_SETUP ? 1 : c.depths[d];
+				const char *unit = o == OP_SETUP ? "clients/s" : o == OP_NULL ? "calls/s"
+											: "MB/s";
+
 				progress(&c, k, total, (total - k) * c.secs * (c.compare ? 2 : 1));
-				if (measure(&c, c.provider, o, size, c.depths[d], &r)) {
+				if (measure(&c, c.provider, o, size, depth, &r)) {
 					rc = EXIT_FAIL;
 					goto out;
 				}
@@ -780,7 +903,7 @@ int cmd_perf(int argc, char **argv)
 				if (stop_sig)
 					goto out;
 				if (c.compare && c.tcp_port) {
-					if (measure(&c, NULL, o, size, c.depths[d], &t)) {
+					if (measure(&c, NULL, o, size, depth, &t)) {
 						rc = EXIT_FAIL;
 						goto out;
 					}
@@ -789,9 +912,9 @@ int cmd_perf(int argc, char **argv)
 					if (stop_sig)
 						goto out;
 					failed += t.failed != 0;
-					print_ratio(&c, &r, &t, o == OP_NULL ? "calls/s" : "MB/s",
-						    o == OP_NULL ? r.calls_s : r.mbps,
-						    o == OP_NULL ? t.calls_s : t.mbps);
+					print_ratio(&c, &r, &t, unit,
+						    o <= OP_NULL ? r.calls_s : r.mbps,
+						    o <= OP_NULL ? t.calls_s : t.mbps);
 				}
 				if (c.compare)
 					compare_raw(&c, &r, &raw);
@@ -815,6 +938,9 @@ out:
 		rc = EXIT_FAIL;
 	}
 	ps_pcap_stop();
+out_busy:
+	stop_busy(&c);
+out_server:
 	if (c.child > 0) {
 		kill(c.child, SIGTERM);
 		waitpid(c.child, NULL, 0);
