@@ -113,6 +113,7 @@ struct fab_listener {
 	struct fid_pep *pep;         /* MSG */
 	struct fid_eq *eq;           /* MSG */
 	struct fab_ep *lep;          /* RDM: the named endpoint */
+	struct fab_ep *spare;        /* RDM: made while idle, for the next accept */
 	int lockfd;                  /* RDM: holds the name while we live (shm_life.c) */
 	char name[40];               /* RDM */
 	struct fab_ep *accepted;     /* MSG: live connections it accepted */
@@ -186,6 +187,7 @@ int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len
 int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pdata,
 			     size_t len, int timeout_ms, struct fab_ep **out);
 int rpcrdma__fab_rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r);
+int rpcrdma__fab_rdm_prepare(struct rpcrdma_listener *l);
 int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l);
 void rpcrdma__fab_handle_ctrl(struct fab_ep *e, size_t len);
 void rpcrdma__fab_rdm_reject(struct fab_connreq *r, const void *pdata, size_t len);

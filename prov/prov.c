@@ -342,6 +342,13 @@ int rpcrdma_listener_arm(struct rpcrdma_listener *l)
 	return l->prov->ops->listener_arm(l);
 }
 
+int rpcrdma_listener_prepare(struct rpcrdma_listener *l)
+{
+	if (!l)
+		return -RPCRDMA_ERR_INVAL;
+	return l->prov->ops->listener_prepare ? l->prov->ops->listener_prepare(l) : 0;
+}
+
 int rpcrdma_ep_peer_addr(struct rpcrdma_ep *ep, void *addr, size_t *len)
 {
 	if (!ep || !addr || !len)

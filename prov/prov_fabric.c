@@ -100,6 +100,8 @@ static void fab_listener_close(struct rpcrdma_listener *base)
 		fi_close(&l->eq->fid);
 	if (l->lep)
 		rpcrdma__fab_ep_free(l->lep);
+	if (l->spare)
+		rpcrdma__fab_ep_free(l->spare);
 	rpcrdma__shm_name_release(l->name, l->lockfd);
 	free(l);
 }
@@ -210,6 +212,7 @@ const struct rpcrdma_prov_ops rpcrdma__fab_ops = {
 	.ep_fd = rpcrdma__fab_ep_fd,
 	.ep_arm = rpcrdma__fab_arm,
 	.listener_arm = fab_listener_arm,
+	.listener_prepare = rpcrdma__fab_rdm_prepare,
 	.peer_addr = rpcrdma__fab_peer_addr,
 	.names = rpcrdma__fab_names,
 };

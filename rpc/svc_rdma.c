@@ -677,6 +677,7 @@ static int accept_one(struct srv *s)
  * a second). Yielding instead would hand the core to any busy program for a whole
  * scheduler slice. A provider without descriptors (shm) keeps the old back-off. */
 #define IDLE_SPINS 64
+#define PREPARE_QUIET_MS 1   /* quiet this long: the listener prepares the next accept */
 #define SLEEP_MAX_MS 1000
 
 static void srv_wake(struct srv *s)
@@ -788,10 +789,23 @@ static int dispatch_ready(struct srv *s)
 	}
 }
 
+/* Once the server has been quiet a while (not between a client's connect and its first
+ * call), the listener builds what its next accept needs. Called with the lock held. */
+static void prepare_accept(struct srv *s, uint64_t *quiet_since)
+{
+	uint64_t now = rpcrdma__rpc_now();
+
+	if (!*quiet_since)
+		*quiet_since = now;
+	else if (now - *quiet_since >= PREPARE_QUIET_MS)
+		rpcrdma_listener_prepare(s->l);
+}
+
 static void *progress(void *arg)
 {
 	struct srv *s = arg;
 	unsigned idle = 0, backoff = 0;   /* empty rounds; back-off rounds (no descriptor) */
+	uint64_t quiet_since = 0;         /* of the current empty rounds */
 	bool trim = false;
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
@@ -807,6 +821,8 @@ static void *progress(void *arg)
 		}
 		trim |= reap(s) > 0;
 		if (!work && !ready && idle >= IDLE_SPINS)
+			prepare_accept(s, &quiet_since);
+		if (!work && !ready && idle >= IDLE_SPINS)
 			sleep = can_sleep(s);
 		pthread_mutex_unlock(&s->lock);
 		if (trim && rpcrdma__rpc_give_back_memory())
@@ -817,6 +833,7 @@ static void *progress(void *arg)
 			wake_workers();
 		if (work || ready) {
 			idle = backoff = 0;
+			quiet_since = 0;
 		} else if (sleep && !trim) {
 			sleep_until(s, s->next_due);
 			idle = backoff = 0;

@@ -159,6 +159,12 @@ RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
 RPCRDMA_API int rpcrdma_ep_arm(struct rpcrdma_ep *ep);
 /* The same for rpcrdma_listener_fd(): new connection requests wake the descriptor. */
 RPCRDMA_API int rpcrdma_listener_arm(struct rpcrdma_listener *l);
+/* Make ready, ahead of time, what the next accept would otherwise build while a client
+ * waits: call it when the server has nothing else to do. On shm each connection has an
+ * endpoint of its own whose shared region takes milliseconds to set up; the listener
+ * keeps one such endpoint spare. 0 (also where there is nothing to prepare), or a
+ * negative RPCRDMA_ERR_* (the next accept then builds it as before). */
+RPCRDMA_API int rpcrdma_listener_prepare(struct rpcrdma_listener *l);
 
 /* The peer's network address (a struct sockaddr) into addr (*len bytes, updated).
  * -RPCRDMA_ERR_NOPROV where the provider has none (shm, mock). */
