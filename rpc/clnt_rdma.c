@@ -734,6 +734,22 @@ static int conn_alive(const struct rdma_clnt *ct)
 	return ct->eng && rpcrdma_eng_alive(ct->eng);
 }
 
+/* Sleep until the endpoint may have work, at most wait_ms: on its descriptor (armed
+ * first, so that nothing already pending is slept through), else in the provider's
+ * wait. Called with the lock held. */
+static void sleep_on_ep(struct rdma_clnt *ct, int wait_ms)
+{
+	struct pollfd p = { .fd = rpcrdma_ep_fd(ct->ep), .events = POLLIN };
+	int rc = p.fd >= 0 ? rpcrdma_ep_arm(ct->ep) : -RPCRDMA_ERR_NOPROV;
+
+	if (rc == -RPCRDMA_ERR_AGAIN)
+		return;   /* work is there already */
+	if (rc)
+		rpcrdma_ep_wait(ct->ep, wait_ms);
+	else
+		poll(&p, 1, wait_ms);
+}
+
 /* Feed what the endpoint completed to the engine, waiting up to wait_ms when nothing is
  * there; without a connection, make one when calls need it (within limit). Returns 1
  * when there is no connection to wait on. Called with the lock held. */
@@ -773,9 +789,10 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	}
 	submit_queued(ct, now);
 	/* an RDMA operation targeting us moves only while we poll: keep polling a while
-	 * before sleeping in the provider's wait */
-	if (!n && ++ct->idle > SPIN_POLLS && wait_ms)
-		rpcrdma_ep_wait(ct->ep, wait_ms);
+	 * before sleeping, unless this thread is on a contended core (rpcrdma__spin_more) */
+	if (!n && ++ct->idle && wait_ms &&
+	    (ct->idle > SPIN_POLLS || !rpcrdma__spin_more(ct->idle)))
+		sleep_on_ep(ct, wait_ms);
 	return 0;
 }
 

@@ -811,6 +811,7 @@ static void *progress(void *arg)
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		struct sconn *c;
 		int work, ready = 0, sleep = 0;
+		bool spin;
 
 		pthread_mutex_lock(&s->lock);
 		s->next_due = UINT64_MAX;
@@ -820,10 +821,12 @@ static void *progress(void *arg)
 			ready |= c->head != NULL || (c->dead && !c->destroyed);
 		}
 		trim |= reap(s) > 0;
-		if (!work && !ready && idle >= IDLE_SPINS)
+		/* an empty round: poll again a while, unless this core is contended */
+		spin = !work && !ready && idle < IDLE_SPINS && rpcrdma__spin_more(idle + 1);
+		if (!work && !ready && !spin) {
 			prepare_accept(s, &quiet_since);
-		if (!work && !ready && idle >= IDLE_SPINS)
 			sleep = can_sleep(s);
+		}
 		pthread_mutex_unlock(&s->lock);
 		if (trim && rpcrdma__rpc_give_back_memory())
 			trim = false;
@@ -837,7 +840,7 @@ static void *progress(void *arg)
 		} else if (sleep && !trim) {
 			sleep_until(s, s->next_due);
 			idle = backoff = 0;
-		} else if (++idle > IDLE_SPINS) {
+		} else if (++idle > IDLE_SPINS || !spin) {
 			rpcrdma__idle_backoff(&backoff);   /* its quiet time starts at backoff 0 */
 		}
 	}
