@@ -100,6 +100,9 @@ struct rdma_clnt {
 	int hk_fd;                   /* eventfd: wakes the thread while it sleeps on the
 					endpoint's descriptor (-1: none) */
 	int hk_started, hk_stop;
+	int sleep_ms;                /* drive() found nothing: sleep this long, unlocked */
+	int wake_fd;                 /* eventfd: wakes threads sleeping between slices */
+	unsigned nsleepers;          /* threads sleeping between slices */
 	int ccp_done;
 	struct rpcrdma_ccp_res ccp;
 	struct rpcrdma__cbsvc *cb;   /* calls from the server (RFC 8167) */
@@ -112,6 +115,7 @@ static __thread int next_bufs_set;
 
 static void conn_down(struct rdma_clnt *ct);
 static void hk_signal(struct rdma_clnt *ct);
+static void wake_sleepers(struct rdma_clnt *ct);
 static void submit_queued(struct rdma_clnt *ct, uint64_t now);
 static enum clnt_stat fail_stat(struct rdma_clnt *ct, enum clnt_stat stat, int eno);
 
@@ -609,6 +613,7 @@ static void conn_down(struct rdma_clnt *ct)
 	ct->ep = NULL;
 	ct->eng = NULL;
 	hk_signal(ct);   /* it may be asleep on the closed endpoint's descriptor */
+	wake_sleepers(ct);
 }
 
 /* ---- sending ---- */
@@ -734,20 +739,53 @@ static int conn_alive(const struct rdma_clnt *ct)
 	return ct->eng && rpcrdma_eng_alive(ct->eng);
 }
 
-/* Sleep until the endpoint may have work, at most wait_ms: on its descriptor (armed
- * first, so that nothing already pending is slept through), else in the provider's
- * wait. Called with the lock held. */
-static void sleep_on_ep(struct rdma_clnt *ct, int wait_ms)
+/* Unlocked pause between slices when there is no connection to wait on. */
+static void pause_ms(int ms)
 {
-	struct pollfd p = { .fd = rpcrdma_ep_fd(ct->ep), .events = POLLIN };
-	int rc = p.fd >= 0 ? rpcrdma_ep_arm(ct->ep) : -RPCRDMA_ERR_NOPROV;
+	struct timespec ts = { 0, (long)ms * 1000000 };
 
-	if (rc == -RPCRDMA_ERR_AGAIN)
-		return;   /* work is there already */
-	if (rc)
-		rpcrdma_ep_wait(ct->ep, wait_ms);
-	else
-		poll(&p, 1, wait_ms);
+	nanosleep(&ts, NULL);
+}
+
+static void wake_sleepers(struct rdma_clnt *ct)
+{
+	uint64_t one = 1;
+
+	if (ct->nsleepers && ct->wake_fd >= 0)
+		(void)!write(ct->wake_fd, &one, sizeof(one));
+}
+
+/* Between two slices of driving the lock is let go, so that other callers and the
+ * background thread (which runs calls from the server) get it; a thread that is to wait
+ * sleeps there, unlocked: a slice when there is no connection; when drive() found
+ * nothing (ct->sleep_ms), on the endpoint's descriptor, armed under the lock so that
+ * nothing already pending is slept through, and on wake_fd, which a thread completing
+ * calls meanwhile signals (wake_sleepers). Without a descriptor (shm) it only yields.
+ * Called with the lock held; returns with it held. */
+static void between_slices(struct rdma_clnt *ct, int none)
+{
+	struct pollfd p[2] = { { .fd = -1, .events = POLLIN }, { .fd = ct->wake_fd, .events = POLLIN } };
+	int ms = ct->sleep_ms, armed = 0;
+	uint64_t v;
+
+	ct->sleep_ms = 0;
+	if (!none && ms && ct->ep && (p[0].fd = rpcrdma_ep_fd(ct->ep)) >= 0 && ct->wake_fd >= 0) {
+		armed = rpcrdma_ep_arm(ct->ep) == 0;
+		if (!armed)
+			ms = 0;   /* work is there already */
+	}
+	if (armed)
+		ct->nsleepers++;
+	pthread_mutex_unlock(&ct->lock);
+	if (none)
+		pause_ms(WAIT_SLICE_MS);
+	else if (armed && poll(p, 2, ms) > 0 && (p[1].revents & POLLIN))
+		(void)!read(ct->wake_fd, &v, sizeof(v));
+	else if (!armed && ms)
+		sched_yield();
+	pthread_mutex_lock(&ct->lock);
+	if (armed)
+		ct->nsleepers--;
 }
 
 /* Feed what the endpoint completed to the engine, waiting up to wait_ms when nothing is
@@ -778,6 +816,7 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	if (n) {
 		ct->idle = 0;
 		ct->last_rx = now;
+		wake_sleepers(ct);
 	}
 	keepalive(ct, now);
 	if (!conn_alive(ct))
@@ -790,18 +829,11 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	submit_queued(ct, now);
 	/* an RDMA operation targeting us moves only while we poll: keep polling a while
 	 * before sleeping, unless this thread is on a contended core (rpcrdma__spin_more) */
+	ct->sleep_ms = 0;
 	if (!n && ++ct->idle && wait_ms &&
 	    (ct->idle > SPIN_POLLS || !rpcrdma__spin_more(ct->idle)))
-		sleep_on_ep(ct, wait_ms);
+		ct->sleep_ms = wait_ms;   /* between_slices() sleeps, without the lock */
 	return 0;
-}
-
-/* Unlocked pause between slices when there is no connection to wait on. */
-static void pause_ms(int ms)
-{
-	struct timespec ts = { 0, (long)ms * 1000000 };
-
-	nanosleep(&ts, NULL);
 }
 
 /* ---- the background thread ---- */
@@ -872,10 +904,7 @@ static void *housekeeper(void *arg)
 			if (only_cb && ct->idle && !rpcrdma__cb_pending(ct->cb) &&
 			    hk_sleep_on_ep(ct, ka_on && ka_due < wake ? ka_due : wake) == 0)
 				continue;
-			pthread_mutex_unlock(&ct->lock);
-			if (none)
-				pause_ms(WAIT_SLICE_MS);
-			pthread_mutex_lock(&ct->lock);
+			between_slices(ct, none);
 			continue;
 		}
 		if (ka_on && ka_due < wake)
@@ -940,11 +969,7 @@ static enum clnt_stat wait_call(struct rdma_clnt *ct, struct ccall *call)
 
 		if (none && ct->opts.no_reconnect && ct->connects)
 			break;
-		/* let another caller take the lock between slices */
-		pthread_mutex_unlock(&ct->lock);
-		if (none)
-			pause_ms(WAIT_SLICE_MS);
-		pthread_mutex_lock(&ct->lock);
+		between_slices(ct, none);
 	}
 	ct->nwaiters--;
 	if (!ct->nwaiters && background_calls(ct))
@@ -1116,10 +1141,7 @@ static void flush_background(struct rdma_clnt *ct)
 
 		if (none && ct->conn_errno)
 			break;   /* the server cannot be reached: nothing more will go */
-		pthread_mutex_unlock(&ct->lock);
-		if (none)
-			pause_ms(WAIT_SLICE_MS);
-		pthread_mutex_lock(&ct->lock);
+		between_slices(ct, none);
 	}
 	ct->nwaiters--;
 }
@@ -1153,6 +1175,8 @@ static void rdma_destroy(CLIENT *cl)
 	rpcrdma_prov_close(ct->p);
 	if (ct->hk_fd >= 0)
 		close(ct->hk_fd);
+	if (ct->wake_fd >= 0)
+		close(ct->wake_fd);
 	pthread_cond_destroy(&ct->hk_cv);
 	pthread_mutex_destroy(&ct->lock);
 	free(ct->host);
@@ -1311,11 +1335,8 @@ int rpcrdma_clnt_progress(CLIENT *cl, int timeout_ms)
 		none = drive(ct, timeout_ms > 0 ? WAIT_SLICE_MS : 0,
 			     deadline > rpcrdma__rpc_now() ? deadline : rpcrdma__rpc_now() + 1);
 		expire_async(ct, rpcrdma__rpc_now());
-		if (none && ct->async_pending && rpcrdma__rpc_now() < deadline) {
-			pthread_mutex_unlock(&ct->lock);
-			pause_ms(WAIT_SLICE_MS);
-			pthread_mutex_lock(&ct->lock);
-		}
+		if (ct->async_pending && rpcrdma__rpc_now() < deadline)
+			between_slices(ct, none);
 	} while (ct->async_pending && rpcrdma__rpc_now() < deadline);
 	ct->nwaiters--;
 	if (!ct->nwaiters && background_calls(ct))
@@ -1418,6 +1439,7 @@ static int init_lock(struct rdma_clnt *ct)
 	pthread_mutex_init(&ct->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
 	ct->hk_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);   /* -1: the thread polls */
+	ct->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  /* -1: waiters do not sleep */
 	return pthread_cond_init(&ct->hk_cv, NULL);
 }
 
@@ -1502,6 +1524,8 @@ out_free:
 	rpcrdma__cb_destroy(ct->cb);
 	if (ct->hk_fd >= 0)
 		close(ct->hk_fd);
+	if (ct->wake_fd >= 0)
+		close(ct->wake_fd);
 	pthread_cond_destroy(&ct->hk_cv);
 	pthread_mutex_destroy(&ct->lock);
 	free(ct->host);
