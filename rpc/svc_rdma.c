@@ -521,6 +521,14 @@ static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *r
 	size_t plen;
 	int n, rc;
 
+	/* each connection needs a receive of the shared budget for its first credit (RFC 8166
+	 * §3.3.3): with none left the request is refused, not accepted and then dropped */
+	if (__atomic_load_n(&s->pool.used, __ATOMIC_RELAXED) >= s->pool.limit) {
+		rpcrdma_log(RPCRDMA_LOG_WARN, "refused a connection: the receive budget of %u "
+			    "buffers is taken by the live connections (recv_budget)", s->pool.limit);
+		rpcrdma_reject(req, NULL, 0);
+		return -RPCRDMA_ERR_NOSPC;
+	}
 	rpcrdma__eng_config_rpc(&cfg, RPCRDMA_ENG_SERVER, caps, s->opts.inline_size,
 				s->opts.max_credits, s->opts.msgp_align, s->opts.msgp_thresh);
 	cfg.reply_read_chunks = s->opts.reply_read_chunks < 0 ? RPCRDMA_RRC_NEVER :

@@ -52,5 +52,13 @@ bpid=$(sed -n 's/^busy: 1 thread spinning in process \([0-9]*\) .*/\1/p' "$out/o
 grep -q '^rdma/[a-z]* *read' "$out/own" || fail "no figure with --busy"
 "$BIN" perf --provider "$PROV" --seconds 0.05 --ops setup --busy 2 --json >"$out/busyjson" ||
 	fail "perf --busy 2 --json"
-grep -q '"busy":2}}$' "$out/busyjson" || fail "the run object does not say busy 2"
+grep -q '"busy":2,"idle":0}}$' "$out/busyjson" || fail "the run object does not say busy 2"
+# idle connections: the server's memory and wake-ups, over RDMA and ONC RPC/TCP
+"$BIN" perf --provider "$PROV" --seconds 0.05 --ops null --depths 1 --idle 5 --compare --json \
+	>"$out/idle" || fail "perf --idle 5"
+cat "$out/idle"
+idle='^{"idle":{"transport":"\(rdma/[a-z]*\|tirpc/tcp\)","connections":5,"opened":5,"server_rss_kib":[1-9][0-9]*,"base_rss_kib":[1-9][0-9]*,"kib_per_connection":-*[0-9]*,"wakeups_per_s":[0-9.]*}}$'
+[ "$(grep -c "$idle" "$out/idle")" -eq 2 ] || fail "no idle figure for each transport"
+"$BIN" perf 127.0.0.1:1 --idle 1 >/dev/null 2>"$out/idle_err"
+[ $? -eq 2 ] && grep -q 'give no HOST' "$out/idle_err" || fail "--idle with a HOST is not refused"
 echo "serve, ping and perf: ok"

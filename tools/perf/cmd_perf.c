@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -36,6 +37,7 @@ struct cfg {
 	uint16_t port, tcp_port;
 	pid_t child;
 	int busy;          /* --busy N: threads spinning in another process meanwhile */
+	int idle;          /* --idle N: connections held idle while the server is measured */
 	pid_t busy_pid;
 	double secs;
 	int json, compare, check;
@@ -452,6 +454,138 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 	return 0;
 }
 
+/* ---- --idle: what connections cost a server while nothing happens ---- */
+
+#define IDLE_SETTLE_S 1.0
+#define IDLE_WATCH_S 2.0
+
+/* VmRSS of a process, in KiB (-1 if unknown). */
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Context switches of all of a process's threads, voluntary and not: each is a wake-up. */
+static long long switches(pid_t pid)
+{
+	char path[320], line[256];
+	long long sum = 0, v;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.32s/status", (int)pid, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1 ||
+			    sscanf(line, "nonvoluntary_ctxt_switches: %lld", &v) == 1)
+				sum += v;
+		fclose(f);
+	}
+	closedir(d);
+	return sum;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) && !stop_sig)
+		;
+}
+
+struct idle_result {
+	char transport[32];
+	int asked, opened;
+	long base_kib, rss_kib;
+	double wakeups_s;
+};
+
+/* N clients of perf's own server, each after one NULL call, held while nothing happens:
+ * the server's resident memory then, against before they came, and its threads'
+ * wake-ups per second over IDLE_WATCH_S. */
+static int measure_idle(struct cfg *c, const char *provider, struct idle_result *r)
+{
+	CLIENT **cls = calloc((size_t)c->idle, sizeof(*cls));
+	long long sw0;
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->transport, sizeof(r->transport), "%s/%s", provider ? "rdma" : "tirpc",
+		 provider ? provider : "tcp");
+	r->asked = c->idle;
+	if (!cls)
+		return -1;
+	r->base_kib = rss_kib(c->child);
+	for (i = 0; i < c->idle && !stop_sig; i++) {
+		struct slot w = { .c = c, .op = OP_NULL };
+
+		cls[i] = ps_client(provider, c->host, provider ? c->port : c->tcp_port);
+		if (!cls[i]) {
+			fprintf(stderr, "rpcrdma perf: --idle: client %d of %d: %s\n", i + 1, c->idle,
+				clnt_spcreateerror(r->transport));
+			break;
+		}
+		w.cl = cls[i];
+		if (call_sync(&w) != RPC_SUCCESS) {
+			fprintf(stderr, "rpcrdma perf: --idle: client %d of %d: %s\n", i + 1, c->idle,
+				clnt_sperror(w.cl, r->transport));
+			break;
+		}
+		r->opened++;
+	}
+	sleep_s(IDLE_SETTLE_S);
+	r->rss_kib = rss_kib(c->child);
+	sw0 = switches(c->child);
+	sleep_s(IDLE_WATCH_S);
+	r->wakeups_s = (double)(switches(c->child) - sw0) / IDLE_WATCH_S;
+	for (i = 0; i < c->idle; i++)
+		if (cls[i])
+			clnt_destroy(cls[i]);
+	free(cls);
+	sleep_s(IDLE_SETTLE_S);   /* the server lets go of them before anything else */
+	return 0;
+}
+
+static void print_idle(const struct cfg *c, const struct idle_result *r)
+{
+	long per = r->opened ? (r->rss_kib - r->base_kib) / r->opened : 0;
+
+	if (c->json)
+		printf("{\"idle\":{\"transport\":\"%s\",\"connections\":%d,\"opened\":%d,"
+		       "\"server_rss_kib\":%ld,\"base_rss_kib\":%ld,\"kib_per_connection\":%ld,"
+		       "\"wakeups_per_s\":%.1f}}\n", r->transport, r->asked, r->opened, r->rss_kib,
+		       r->base_kib, per, r->wakeups_s);
+	else
+		printf("%-10s idle  %d connections%s: server RSS %ld KiB (%ld before, %+ld KiB "
+		       "each), %.1f wakeups/s\n", r->transport, r->opened,
+		       r->opened < r->asked ? " (fewer than asked: a client failed)" : "", r->rss_kib,
+		       r->base_kib, per, r->wakeups_s);
+	fflush(stdout);
+}
+
 /* ---- output ---- */
 
 /* --json: the run's metadata first, as one object, so a file of results says what made it. */
@@ -474,8 +608,8 @@ static void print_run(const struct cfg *c)
 	printf("],\"depths\":[");
 	for (i = 0; i < c->ndepths; i++)
 		printf("%s%d", i ? "," : "", c->depths[i]);
-	printf("],\"compare\":%s,\"check\":%s,\"busy\":%d}}\n", c->compare ? "true" : "false",
-	       c->check ? "true" : "false", c->busy);
+	printf("],\"compare\":%s,\"check\":%s,\"busy\":%d,\"idle\":%d}}\n",
+	       c->compare ? "true" : "false", c->check ? "true" : "false", c->busy, c->idle);
 }
 
 static void print_header(const struct cfg *c)
@@ -701,6 +835,7 @@ static void usage(FILE *f)
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
 	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
 	      "                    [--compare] [--check] [--json] [--svg FILE] [--busy N]\n"
+	      "                    [--idle N]\n"
 	      "                    [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
 	      "started) for each operation x size x calls in flight. Without HOST it starts\n"
@@ -712,6 +847,9 @@ static void usage(FILE *f)
 	      "a chart a browser opens. setup (in the default set) times a new client, its\n"
 	      "connection and its first NULL reply, one client after another. --busy N keeps\n"
 	      "N threads spinning in another process meanwhile (a shared, busy host).\n"
+	      "--idle N (no HOST): after the figures, N clients that made one call each are\n"
+	      "held idle while the server's RSS and wake-ups per second are measured (with\n"
+	      "--compare, over ONC RPC/TCP too).\n"
 	      PS_PCAP_USAGE
 	      "                       (the client's side; a server perf starts is not captured)\n",
 	      f);
@@ -725,7 +863,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 		{ "sizes", required_argument, 0, 'z' }, { "depths", required_argument, 0, 'd' },
 		{ "compare", no_argument, 0, 'C' }, { "check", no_argument, 0, 'k' },
 		{ "json", no_argument, 0, 'j' }, { "svg", required_argument, 0, 'G' },
-		{ "busy", required_argument, 0, 'B' },
+		{ "busy", required_argument, 0, 'B' }, { "idle", required_argument, 0, 'I' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
@@ -734,13 +872,18 @@ static int parse(int argc, char **argv, struct cfg *c)
 	int ch, i;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjG:B:P:S:h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjG:B:I:P:S:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'G': c->svg = optarg; break;
 		case 'B':
 			if (arg_uint("perf", "--busy", optarg, 0, 1024, &v))
 				return -1;
 			c->busy = (int)v;
+			break;
+		case 'I':
+			if (arg_uint("perf", "--idle", optarg, 0, 100000, &v))
+				return -1;
+			c->idle = (int)v;
 			break;
 		case 'p': c->provider = optarg; break;
 		case 'T':
@@ -781,6 +924,11 @@ static int parse(int argc, char **argv, struct cfg *c)
 	}
 	if (optind < argc - 1) {
 		fprintf(stderr, "rpcrdma perf: one host only ('%s')\n", argv[optind + 1]);
+		return -1;
+	}
+	if (c->idle && optind == argc - 1) {
+		fprintf(stderr, "rpcrdma perf: --idle measures the server perf starts itself: give "
+			"no HOST\n");
 		return -1;
 	}
 	if (optind == argc - 1)
@@ -848,6 +996,8 @@ int cmd_perf(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	if (c.idle)
+		ps_raise_fd_limit();   /* before the server is forked: it inherits it */
 	if (!c.host[0] && start_server(&c)) {
 		fprintf(stderr, "rpcrdma perf: cannot start a server over %s (try rpcrdma serve "
 			"--provider %s to see why)\n", c.provider, c.provider);
@@ -924,6 +1074,17 @@ int cmd_perf(int argc, char **argv)
 		}
 	}
 	progress(&c, total, total, 0);
+	if (c.idle && !stop_sig) {
+		struct idle_result ir;
+
+		if (measure_idle(&c, c.provider, &ir) == 0)
+			print_idle(&c, &ir);
+		failed += ir.opened < ir.asked;
+		if (c.compare && c.tcp_port && !stop_sig && measure_idle(&c, NULL, &ir) == 0) {
+			print_idle(&c, &ir);
+			failed += ir.opened < ir.asked;
+		}
+	}
 	rc = failed ? EXIT_FAIL : EXIT_OK;
 out:
 	if (c.json)

@@ -236,15 +236,7 @@ int cmd_serve(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	{
-		/* many connections: each takes a few descriptors (socket, wait fds, eventfd) */
-		struct rlimit rl;
-
-		if (!getrlimit(RLIMIT_NOFILE, &rl)) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-	}
+	ps_raise_fd_limit();
 	if (pcap && ps_pcap_start(pcap, snaplen))
 		return EXIT_FAIL;
 	listener = ps_serve(provider, host[0] ? host : NULL, port, tcp,

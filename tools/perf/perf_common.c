@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -284,6 +285,16 @@ void ps_explain_create_error(const char *cmd, const char *provider, const char *
 	fprintf(stderr, "rpcrdma %s: %s\n", cmd, text);
 	if (json)
 		cli_json_error(cmd, text);
+}
+
+void ps_raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 CLIENT *ps_client(const char *provider, const char *host, uint16_t port)

@@ -58,6 +58,10 @@ struct perf_svg_row {
 int perf_svg_write(const char *path, const char *provider, const struct perf_svg_row *rows,
 		   int n);
 
+/* Many connections take a few descriptors each (socket, wait fds, eventfd): the soft
+ * limit on open files is raised to the hard one. */
+void ps_raise_fd_limit(void);
+
 /* A client of the service: RDMA (provider) or, with provider NULL, ONC RPC/TCP. */
 CLIENT *ps_client(const char *provider, const char *host, uint16_t port);
 /* After ps_client() failed: why, and what to do, on stderr. */
