@@ -101,6 +101,7 @@ struct rdma_clnt {
 					endpoint's descriptor (-1: none) */
 	int hk_started, hk_stop;
 	int sleep_ms;                /* drive() found nothing: sleep this long, unlocked */
+	unsigned backoff;            /* rounds of it without a descriptor (shm) */
 	int wake_fd;                 /* eventfd: wakes threads sleeping between slices */
 	unsigned nsleepers;          /* threads sleeping between slices */
 	int ccp_done;
@@ -760,12 +761,13 @@ static void wake_sleepers(struct rdma_clnt *ct)
  * sleeps there, unlocked: a slice when there is no connection; when drive() found
  * nothing (ct->sleep_ms), on the endpoint's descriptor, armed under the lock so that
  * nothing already pending is slept through, and on wake_fd, which a thread completing
- * calls meanwhile signals (wake_sleepers). Without a descriptor (shm) it only yields.
- * Called with the lock held; returns with it held. */
+ * calls meanwhile signals (wake_sleepers). Without a descriptor (shm) it backs off as
+ * the server does (yields, then naps). Called with the lock held; returns with it held. */
 static void between_slices(struct rdma_clnt *ct, int none)
 {
 	struct pollfd p[2] = { { .fd = -1, .events = POLLIN }, { .fd = ct->wake_fd, .events = POLLIN } };
 	int ms = ct->sleep_ms, armed = 0;
+	unsigned backoff = 0;
 	uint64_t v;
 
 	ct->sleep_ms = 0;
@@ -776,13 +778,15 @@ static void between_slices(struct rdma_clnt *ct, int none)
 	}
 	if (armed)
 		ct->nsleepers++;
+	else if (ms)
+		backoff = ct->backoff++;
 	pthread_mutex_unlock(&ct->lock);
 	if (none)
 		pause_ms(WAIT_SLICE_MS);
 	else if (armed && poll(p, 2, ms) > 0 && (p[1].revents & POLLIN))
 		(void)!read(ct->wake_fd, &v, sizeof(v));
 	else if (!armed && ms)
-		sched_yield();
+		rpcrdma__idle_backoff(&backoff);
 	pthread_mutex_lock(&ct->lock);
 	if (armed)
 		ct->nsleepers--;
@@ -815,6 +819,7 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	expire_background(ct, now);
 	if (n) {
 		ct->idle = 0;
+		ct->backoff = 0;
 		ct->last_rx = now;
 		wake_sleepers(ct);
 	}
@@ -828,10 +833,13 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	}
 	submit_queued(ct, now);
 	/* an RDMA operation targeting us moves only while we poll: keep polling a while
-	 * before sleeping, unless this thread is on a contended core (rpcrdma__spin_more) */
+	 * before sleeping, unless this thread is on a contended core (rpcrdma__spin_more)
+	 * and can sleep on a descriptor (shm has none: backing off there yields the core to
+	 * whatever holds it for a scheduler slice, worse than polling) */
 	ct->sleep_ms = 0;
 	if (!n && ++ct->idle && wait_ms &&
-	    (ct->idle > SPIN_POLLS || !rpcrdma__spin_more(ct->idle)))
+	    (ct->idle > SPIN_POLLS ||
+	     (rpcrdma_ep_fd(ct->ep) >= 0 && !rpcrdma__spin_more(ct->idle))))
 		ct->sleep_ms = wait_ms;   /* between_slices() sleeps, without the lock */
 	return 0;
 }

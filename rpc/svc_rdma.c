@@ -829,8 +829,10 @@ static void *progress(void *arg)
 			ready |= c->head != NULL || (c->dead && !c->destroyed);
 		}
 		trim |= reap(s) > 0;
-		/* an empty round: poll again a while, unless this core is contended */
-		spin = !work && !ready && idle < IDLE_SPINS && rpcrdma__spin_more(idle + 1);
+		/* an empty round: poll again a while, unless this core is contended and the
+		 * thread can sleep on descriptors (not on shm: see the client's drive()) */
+		spin = !work && !ready && idle < IDLE_SPINS &&
+		       (s->epfd < 0 || rpcrdma_listener_fd(s->l) < 0 || rpcrdma__spin_more(idle + 1));
 		if (!work && !ready && !spin) {
 			prepare_accept(s, &quiet_since);
 			sleep = can_sleep(s);
