@@ -26,6 +26,13 @@ void rpcrdma_credit_pool_init(struct rpcrdma_credit_pool *pool, uint32_t limit)
 	pool->used = 0;
 }
 
+uint32_t rpcrdma_credit_pool_free(const struct rpcrdma_credit_pool *pool)
+{
+	uint32_t used = __atomic_load_n(&pool->used, __ATOMIC_RELAXED);
+
+	return used >= pool->limit ? 0 : pool->limit - used;
+}
+
 
 
 void rpcrdma_eng_config_default(struct rpcrdma_eng_config *cfg, uint32_t role)

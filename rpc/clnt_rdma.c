@@ -756,40 +756,63 @@ static void wake_sleepers(struct rdma_clnt *ct)
 		(void)!write(ct->wake_fd, &one, sizeof(one));
 }
 
+/* Sleep up to ms, without the lock, on the endpoint's descriptor and on eventfd efd:
+ * the endpoint is armed first, under the lock, so that nothing already pending is slept
+ * through; efd is drained when it woke us (a descriptor closed meanwhile wakes nothing,
+ * so whoever closes it signals efd). *sleepers, if given, counts the thread while it
+ * sleeps. Returns 0 once it slept; -RPCRDMA_ERR_AGAIN when work is already there, or
+ * -RPCRDMA_ERR_NOPROV when there is nothing to sleep on (shm), without letting go of the
+ * lock. Called with the lock held; returns with it held. */
+static int sleep_on_ep(struct rdma_clnt *ct, int efd, unsigned *sleepers, int ms)
+{
+	struct pollfd p[2] = { { .fd = ct->ep ? rpcrdma_ep_fd(ct->ep) : -1, .events = POLLIN },
+			       { .fd = efd, .events = POLLIN } };
+	uint64_t v;
+	int rc;
+
+	if (p[0].fd < 0 || efd < 0)
+		return -RPCRDMA_ERR_NOPROV;
+	rc = rpcrdma_ep_arm(ct->ep);
+	if (rc)
+		return rc;
+	if (sleepers)
+		(*sleepers)++;
+	pthread_mutex_unlock(&ct->lock);
+	if (poll(p, 2, ms) > 0 && (p[1].revents & POLLIN))
+		(void)!read(efd, &v, sizeof(v));
+	pthread_mutex_lock(&ct->lock);
+	if (sleepers)
+		(*sleepers)--;
+	return 0;
+}
+
 /* Between two slices of driving the lock is let go, so that other callers and the
  * background thread (which runs calls from the server) get it; a thread that is to wait
  * sleeps there, unlocked: a slice when there is no connection; when drive() found
- * nothing (ct->sleep_ms), on the endpoint's descriptor, armed under the lock so that
- * nothing already pending is slept through, and on wake_fd, which a thread completing
- * calls meanwhile signals (wake_sleepers). Without a descriptor (shm) it backs off as
- * the server does (yields, then naps). Called with the lock held; returns with it held. */
+ * nothing (ct->sleep_ms), on the endpoint and on wake_fd, which a thread completing calls
+ * meanwhile signals (wake_sleepers). Without a descriptor (shm) it backs off as the
+ * server does (yields, then naps). Called with the lock held; returns with it held. */
 static void between_slices(struct rdma_clnt *ct, int none)
 {
-	struct pollfd p[2] = { { .fd = -1, .events = POLLIN }, { .fd = ct->wake_fd, .events = POLLIN } };
-	int ms = ct->sleep_ms, armed = 0;
+	int ms = ct->sleep_ms, rc;
 	unsigned backoff = 0;
-	uint64_t v;
 
 	ct->sleep_ms = 0;
-	if (!none && ms && ct->ep && (p[0].fd = rpcrdma_ep_fd(ct->ep)) >= 0 && ct->wake_fd >= 0) {
-		armed = rpcrdma_ep_arm(ct->ep) == 0;
-		if (!armed)
+	if (!none && ms) {
+		rc = sleep_on_ep(ct, ct->wake_fd, &ct->nsleepers, ms);
+		if (rc == 0)
+			return;
+		if (rc == -RPCRDMA_ERR_NOPROV)
+			backoff = ct->backoff++;
+		else
 			ms = 0;   /* work is there already */
 	}
-	if (armed)
-		ct->nsleepers++;
-	else if (ms)
-		backoff = ct->backoff++;
 	pthread_mutex_unlock(&ct->lock);
 	if (none)
 		pause_ms(WAIT_SLICE_MS);
-	else if (armed && poll(p, 2, ms) > 0 && (p[1].revents & POLLIN))
-		(void)!read(ct->wake_fd, &v, sizeof(v));
-	else if (!armed && ms)
+	else if (ms)
 		rpcrdma__idle_backoff(&backoff);
 	pthread_mutex_lock(&ct->lock);
-	if (armed)
-		ct->nsleepers--;
 }
 
 /* Feed what the endpoint completed to the engine, waiting up to wait_ms when nothing is
@@ -846,30 +869,6 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 
 /* ---- the background thread ---- */
 
-/* With nothing but calls from the server to wait for, the thread sleeps on the
- * endpoint's descriptor and its own eventfd (hk_wake, conn_down) until wake, without the
- * lock. Returns -1 where that cannot be done (no descriptor, as on shm; work pending):
- * the caller polls instead. Called with the lock held. */
-static int hk_sleep_on_ep(struct rdma_clnt *ct, uint64_t wake)
-{
-	struct pollfd p[2];
-	uint64_t now = rpcrdma__rpc_now(), v;
-	int fd = ct->ep ? rpcrdma_ep_fd(ct->ep) : -1;
-
-	if (fd < 0 || ct->hk_fd < 0 || rpcrdma_ep_arm(ct->ep) != 0)
-		return -1;
-	p[0].fd = fd;
-	p[0].events = POLLIN;
-	p[1].fd = ct->hk_fd;
-	p[1].events = POLLIN;
-	pthread_mutex_unlock(&ct->lock);
-	/* a descriptor closed meanwhile (conn_down) wakes nothing: conn_down signals hk_fd */
-	poll(p, 2, wake > now ? (int)(wake - now) : 0);
-	(void)!read(ct->hk_fd, &v, sizeof(v));
-	pthread_mutex_lock(&ct->lock);
-	return 0;
-}
-
 static void hk_signal(struct rdma_clnt *ct)
 {
 	uint64_t one = 1;
@@ -909,8 +908,12 @@ static void *housekeeper(void *arg)
 			int none = drive(ct, only_cb ? 0 : WAIT_SLICE_MS,
 					 now + (uint64_t)ct->opts.connect_timeout_ms);
 
+			/* with nothing but calls from the server to wait for, it sleeps on the
+			 * endpoint and its own eventfd (hk_wake, conn_down signal it) */
+			if (ka_on && ka_due < wake)
+				wake = ka_due;
 			if (only_cb && ct->idle && !rpcrdma__cb_pending(ct->cb) &&
-			    hk_sleep_on_ep(ct, ka_on && ka_due < wake ? ka_due : wake) == 0)
+			    sleep_on_ep(ct, ct->hk_fd, NULL, wake > now ? (int)(wake - now) : 0) == 0)
 				continue;
 			between_slices(ct, none);
 			continue;

@@ -143,9 +143,8 @@ void rpcrdma__idle_backoff(unsigned *idle);
 
 /* Before the polls-th empty poll in a row of the calling thread (1: the first of this
  * wait): true to poll again, false to sleep now. Spinning pays only while the thread has
- * a core to itself; once the scheduler has preempted it during a spin, another runnable
- * thread wanted that core (a busy host, or the peer that is to answer), so for
- * SPIN_CALM_MS this thread sleeps at once (rpc/xdr_rdma.c). */
+ * a core to itself: under CPU pressure (/proc/pressure/cpu), or once the scheduler has
+ * preempted it during a spin, the thread sleeps at once for a while (rpc/xdr_rdma.c). */
 bool rpcrdma__spin_more(unsigned polls);
 
 #endif

@@ -523,7 +523,7 @@ static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *r
 
 	/* each connection needs a receive of the shared budget for its first credit (RFC 8166
 	 * §3.3.3): with none left the request is refused, not accepted and then dropped */
-	if (__atomic_load_n(&s->pool.used, __ATOMIC_RELAXED) >= s->pool.limit) {
+	if (!rpcrdma_credit_pool_free(&s->pool)) {
 		rpcrdma_log(RPCRDMA_LOG_WARN, "refused a connection: the receive budget of %u "
 			    "buffers is taken by the live connections (recv_budget)", s->pool.limit);
 		rpcrdma_reject(req, NULL, 0);
@@ -679,7 +679,8 @@ static int accept_one(struct srv *s)
 
 /* ---- the progress thread ----
  * It polls while there is work, and for IDLE_SPINS empty rounds after (a reply often
- * follows within microseconds); then it sleeps in epoll on every connection's
+ * follows within microseconds) unless its core is contended (rpcrdma__spin_more: then
+ * those rounds would delay whoever is to send it work); then it sleeps in epoll on every connection's
  * descriptor, the listener's and its wake-up eventfd, until one is ready or the next
  * engine deadline, at most SLEEP_MAX_MS (the tcp listener reaps lost sockets about once
  * a second). Yielding instead would hand the core to any busy program for a whole
@@ -830,9 +831,10 @@ static void *progress(void *arg)
 		}
 		trim |= reap(s) > 0;
 		/* an empty round: poll again a while, unless this core is contended and the
-		 * thread can sleep on descriptors (not on shm: see the client's drive()) */
+		 * thread can sleep on descriptors (no epoll set on shm: see the client's
+		 * drive()) */
 		spin = !work && !ready && idle < IDLE_SPINS &&
-		       (s->epfd < 0 || rpcrdma_listener_fd(s->l) < 0 || rpcrdma__spin_more(idle + 1));
+		       (s->epfd < 0 || rpcrdma__spin_more(idle + 1));
 		if (!work && !ready && !spin) {
 			prepare_accept(s, &quiet_since);
 			sleep = can_sleep(s);

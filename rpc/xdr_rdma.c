@@ -456,21 +456,22 @@ static uint64_t cpu_pressure_us(void)
 static bool pressure_high(struct spin_state *st, uint64_t now)
 {
 	uint64_t us, was = st->psi_us, since = now - st->psi_at, pct;
+	bool calm = st->after_calm;
 
 	if (st->psi_at && since < SPIN_PSI_EVERY_MS)
 		return false;
 	us = cpu_pressure_us();
 	st->psi_at = now;
 	st->psi_us = us;
+	st->after_calm = false;
 	if (!was || !us || !since)
 		return false;
 	pct = (us - was) / (since * 10u);
 	if (pct > 100)
 		pct = 100;
-	if (st->after_calm) {
+	if (calm && since <= SPIN_CALM_MS + SPIN_PSI_STALE_MS) {
 		/* the calm period, an average of its own: with one core busy it read 28-42%
 		 * while we slept, so the thread stays calm without spinning to find out */
-		st->after_calm = false;
 		st->psi_avg = (unsigned)pct;
 	} else if (since > SPIN_PSI_STALE_MS) {
 		/* we were idle: what loaded the host meanwhile says nothing of now */

@@ -1616,6 +1616,7 @@ static void test_credit_pool(void)
 		CHECK_EQ_U(g[k].completed, 3);
 	}
 	CHECK_EQ_U(shared_pool.used, 9);
+	CHECK_EQ_U(rpcrdma_credit_pool_free(&shared_pool), 0);
 	/* no receive left for a fourth connection's first credit: it cannot start */
 	{
 		struct rpcrdma_eng_config c;
@@ -1638,6 +1639,7 @@ static void test_credit_pool(void)
 	for (k = 2; k >= 0; k--)
 		rig_down(&g[k]);
 	CHECK_EQ_U(shared_pool.used, 0);
+	CHECK_EQ_U(rpcrdma_credit_pool_free(&shared_pool), 9);
 }
 
 /* ---- disconnects and faults ---- */

@@ -44,6 +44,8 @@ struct rpcrdma_credit_pool {
 	uint32_t used;   /* atomically updated */
 };
 RPCRDMA_API void rpcrdma_credit_pool_init(struct rpcrdma_credit_pool *pool, uint32_t limit);
+/* Receive buffers the pool can still give (a server engine takes one as it starts). */
+RPCRDMA_API uint32_t rpcrdma_credit_pool_free(const struct rpcrdma_credit_pool *pool);
 
 struct rpcrdma_eng_config {
 	uint32_t role;              /* enum rpcrdma_eng_role */
