@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The libfabric provider: completions, endpoints, waiting for work, posting, memory
  * registration, and the list of this process's shm endpoints (prov_fabric.c). */
+#include <stddef.h>
+#include <sys/eventfd.h>
+
 #include "fabric_int.h"
 
 /* ---- errors ---- */
@@ -39,6 +42,28 @@ void rpcrdma__fab_set_err(char *err, size_t errlen, const char *fmt, const char 
 
 static void peer_check(struct fab_ep *e, struct rpcrdma__sink *s);
 
+/* The endpoint whose operation a completion names. */
+static struct fab_ep *owner_of(void *op_context)
+{
+	struct rpcrdma__op *op = ((struct rpcrdma__piece *)op_context)->op;
+
+	return (struct fab_ep *)(void *)((char *)op->q - offsetof(struct fab_ep, q));
+}
+
+/* A piece completed on e's queue: to s when it is e's, else to its owner's stash, and the
+ * owner woken if it may be asleep on its descriptor (rpcrdma__fab_arm). */
+static void complete_piece(struct fab_ep *e, void *op_context, int status, uint32_t len,
+			   struct rpcrdma__sink *s)
+{
+	struct fab_ep *o = e->sh ? owner_of(op_context) : e;
+	uint64_t one = 1;
+
+	rpcrdma__piece_done(&o->q, (struct rpcrdma__piece *)op_context, status, len,
+			    o == e ? s : NULL);
+	if (o != e && o->armed && !o->signalled)
+		o->signalled = write(o->wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
+}
+
 void rpcrdma__fab_cq_error(struct fab_ep *e, struct rpcrdma__sink *s)
 {
 	struct fi_cq_err_entry err;
@@ -50,6 +75,13 @@ void rpcrdma__fab_cq_error(struct fab_ep *e, struct rpcrdma__sink *s)
 		return;  /* control traffic of an endpoint being torn down */
 	/* libfabric's tcp reports some connection failures with no operation attached (a
 	 * peer killed mid-transfer): the connection is gone, after this batch */
+	if (!err.op_context && e->sh) {
+		/* whose is unknown on a shared queue: the connection's own event (FI_SHUTDOWN
+		 * on its EQ) and its failed operations end it */
+		rpcrdma_log(RPCRDMA_LOG_INFO, "%s: connection error on a shared queue: %s",
+			    e->fp->base.caps.name, fi_strerror(err.err));
+		return;
+	}
 	if (!err.op_context) {
 		rpcrdma_log(RPCRDMA_LOG_INFO, "%s: connection error: %s",
 			    e->fp->base.caps.name, fi_strerror(err.err));
@@ -65,8 +97,7 @@ void rpcrdma__fab_cq_error(struct fab_ep *e, struct rpcrdma__sink *s)
 		rpcrdma_log(RPCRDMA_LOG_WARN, "%s: operation failed: %s (%s)",
 			    e->fp->base.caps.name, fi_strerror(err.err), why ? why : "");
 	}
-	rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)err.op_context,
-			    rpcrdma__fab_map_err(err.err), 0, s);
+	complete_piece(e, err.op_context, rpcrdma__fab_map_err(err.err), 0, s);
 }
 
 /* ---- peers in this process ----
@@ -142,7 +173,8 @@ void rpcrdma__fab_local_leave(struct fab_ep *e)
 		pthread_rwlock_unlock(&local_lock);
 }
 
-/* Read the CQ until it is empty; completions go to s first, the stash after. A peer's
+/* Read the CQ until it is empty; completions go to s first, the stash after (another
+ * endpoint's, on a shared queue, to that endpoint's stash). A peer's
  * DISCONNECT is acted on only after the whole batch: tearing down frees the outstanding
  * ops, and later entries of the same batch may still name them. */
 void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
@@ -178,8 +210,7 @@ void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 			else if (ent[i].op_context == &e->ctrl.tx_fctx)
 				continue;  /* a control send finishing late */
 			else if (ent[i].op_context)   /* none is ours without one */
-				rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)ent[i].op_context, 0,
-						    (uint32_t)ent[i].len, s);
+				complete_piece(e, ent[i].op_context, 0, (uint32_t)ent[i].len, s);
 		}
 	}
 }
@@ -221,7 +252,7 @@ void rpcrdma__fab_lose_connection(struct fab_ep *e, struct rpcrdma__sink *s)
 
 /* ---- endpoints: creation ---- */
 
-static int add_wait_fd(struct fab_ep *e, struct fid *fid)
+int rpcrdma__fab_add_wait_fd(int epfd, struct fid *fid)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	int fd;
@@ -229,18 +260,78 @@ static int add_wait_fd(struct fab_ep *e, struct fid *fid)
 	if (fi_control(fid, FI_GETWAIT, &fd))
 		return -1;
 	ev.data.fd = fd;
-	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev);
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-static int open_cq(struct fab_ep *e)
+static int add_event_fd(struct fab_ep *e)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = e->wake_fd };
+
+	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->wake_fd, &ev);
+}
+
+/* Sized for one endpoint's operations; a shared queue's overflow is libfabric's to hold. */
+static int open_cq(struct fab_prov *fp, struct fid_cq **cq)
 {
 	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD };
 
-	attr.size = e->fp->base.caps.tx_depth + e->fp->base.caps.rx_depth + 8;
-	if (e->fp->base.caps.has_fd && fi_cq_open(e->fp->domain, &attr, &e->cq, e) == 0)
+	attr.size = fp->base.caps.tx_depth + fp->base.caps.rx_depth + 8;
+	if (fp->base.caps.has_fd && fi_cq_open(fp->domain, &attr, cq, NULL) == 0)
 		return 0;
 	attr.wait_obj = FI_WAIT_NONE;
-	return rpcrdma__fab_map_err(fi_cq_open(e->fp->domain, &attr, &e->cq, e));
+	return rpcrdma__fab_map_err(fi_cq_open(fp->domain, &attr, cq, NULL));
+}
+
+int rpcrdma__fab_shcq_open(struct fab_prov *fp, struct fab_shcq **out)
+{
+	struct fab_shcq *sh = calloc(1, sizeof(*sh));
+	pthread_mutexattr_t ma;
+	int rc;
+
+	if (!sh)
+		return -RPCRDMA_ERR_NOMEM;
+	rc = open_cq(fp, &sh->cq);
+	if (rc) {
+		free(sh);
+		return rc;
+	}
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&sh->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	sh->refs = 1;
+	if (!fp->base.caps.has_fd || fi_control(&sh->cq->fid, FI_GETWAIT, &sh->fd))
+		sh->fd = -1;
+	*out = sh;
+	return 0;
+}
+
+/* The queue goes with its last user, after every endpoint on it is closed. */
+void rpcrdma__fab_shcq_put(struct fab_shcq *sh)
+{
+	unsigned left;
+
+	if (!sh)
+		return;
+	pthread_mutex_lock(&sh->lock);
+	left = --sh->refs;
+	pthread_mutex_unlock(&sh->lock);
+	if (left)
+		return;
+	fi_close(&sh->cq->fid);
+	pthread_mutex_destroy(&sh->lock);
+	free(sh);
+}
+
+static int share_cq(struct fab_ep *e, struct fab_shcq *sh)
+{
+	pthread_mutex_lock(&sh->lock);
+	sh->refs++;
+	pthread_mutex_unlock(&sh->lock);
+	e->sh = sh;
+	e->cq = sh->cq;
+	e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	return e->wake_fd < 0 ? -RPCRDMA_ERR_IO : 0;
 }
 
 static struct fab_ep *ep_alloc(struct fab_prov *fp)
@@ -253,6 +344,7 @@ static struct fab_ep *ep_alloc(struct fab_prov *fp)
 	e->fp = fp;
 	e->epfd = -1;
 	e->pidfd = -1;
+	e->wake_fd = -1;
 	if (rpcrdma__opq_init(&e->q, fp->base.caps.tx_depth, fp->base.caps.rx_depth)) {
 		free(e);
 		return NULL;
@@ -273,20 +365,44 @@ void rpcrdma__fab_lst_unlink(struct fab_ep *e)
 	e->lst = NULL;
 }
 
+/* Its listener is closing: from now on its own descriptor carries its completions. */
+void rpcrdma__fab_orphan(struct fab_ep *e)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
 
+	sh_lock(e);
+	rpcrdma__fab_lst_unlink(e);
+	if (e->sh && e->sh->fd >= 0 && e->epfd >= 0) {
+		ev.data.fd = e->sh->fd;
+		epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->sh->fd, &ev);
+	}
+	sh_unlock(e);
+}
+
+/* On a shared queue, what closing the endpoint flushed is read before its operations are
+ * freed: nothing left in the queue may name them. */
 void rpcrdma__fab_ep_free(struct fab_ep *e)
 {
+	struct fab_shcq *sh = e->sh;
+
+	sh_lock(e);
 	rpcrdma__fab_wd_unwatch(e);
 	rpcrdma__fab_lst_unlink(e);
 	local_remove(e);
-	if (e->ep)
+	if (e->ep) {
 		fi_close(&e->ep->fid);
+		e->ep = NULL;
+		if (sh)
+			rpcrdma__fab_cq_drain(e, NULL);
+	}
 	if (e->ctrl.mr)
 		rpcrdma__fab_mr_dereg(&e->ctrl.mr->base);
 	if (e->av)
 		fi_close(&e->av->fid);
-	if (e->cq)
+	if (e->cq && !sh)
 		fi_close(&e->cq->fid);
+	if (e->wake_fd >= 0)
+		close(e->wake_fd);
 	if (e->eq)
 		fi_close(&e->eq->fid);
 	if (e->epfd >= 0)
@@ -295,12 +411,17 @@ void rpcrdma__fab_ep_free(struct fab_ep *e)
 		close(e->pidfd);
 	rpcrdma__opq_free(&e->q);
 	free(e);
+	if (sh) {
+		pthread_mutex_unlock(&sh->lock);
+		rpcrdma__fab_shcq_put(sh);
+	}
 }
 
-/* Endpoint, CQ and (MSG) EQ or (RDM) AV, bound and enabled; the wait fds in an epoll.
- * name (RDM listeners) is set as the endpoint's address before it is enabled. */
+/* Endpoint, CQ (its own, or sh's) and (MSG) EQ or (RDM) AV, bound and enabled; the wait
+ * fds in an epoll. name (RDM listeners) is set as the endpoint's address before it is
+ * enabled. */
 int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *name,
-			 struct fab_ep **out)
+			 struct fab_shcq *sh, struct fab_ep **out)
 {
 	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_FD };
 	struct fi_av_attr ava = { .type = FI_AV_TABLE };
@@ -309,7 +430,7 @@ int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *
 
 	if (!e)
 		return -RPCRDMA_ERR_NOMEM;
-	rc = open_cq(e);
+	rc = sh ? share_cq(e, sh) : open_cq(fp, &e->cq);
 	if (rc)
 		goto out_free;
 	rc = rpcrdma__fab_map_err(fi_endpoint(fp->domain, info, &e->ep, e));
@@ -336,8 +457,10 @@ int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *
 		goto out_free;
 	if (fp->base.caps.has_fd) {
 		e->epfd = epoll_create1(EPOLL_CLOEXEC);
-		if (e->epfd < 0 || add_wait_fd(e, &e->cq->fid) ||
-		    (e->eq && add_wait_fd(e, &e->eq->fid))) {
+		/* a shared queue's descriptor wakes the listener's (rpcrdma__fab_ep_fd) */
+		if (e->epfd < 0 || (!sh && rpcrdma__fab_add_wait_fd(e->epfd, &e->cq->fid)) ||
+		    (e->eq && rpcrdma__fab_add_wait_fd(e->epfd, &e->eq->fid)) ||
+		    (sh && add_event_fd(e))) {
 			rc = -RPCRDMA_ERR_IO;
 			goto out_free;
 		}
@@ -371,34 +494,63 @@ void rpcrdma__fab_backoff(unsigned *spins)
 	nanosleep(&ts, NULL);
 }
 
+/* 0 when nothing is pending that the descriptor would not signal. On a shared queue
+ * the endpoint is then armed: a completion another thread drains for it writes its
+ * wake_fd. Under sh's lock. */
+static int arm_locked(struct fab_ep *e)
+{
+	struct fid *fids[2] = { e->cq ? &e->cq->fid : NULL, e->eq ? &e->eq->fid : NULL };
+
+	if (e->q.stash.n || !e->ep || e->peer_gone || e->epfd < 0)
+		return -RPCRDMA_ERR_AGAIN;
+	if (fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) != FI_SUCCESS)
+		return -RPCRDMA_ERR_AGAIN;
+	e->armed = e->sh != NULL;
+	return 0;
+}
+
+/* The owner is awake: a wake-up meant for its sleep is spent. Under sh's lock. */
+static void awake(struct fab_ep *e)
+{
+	uint64_t v;
+
+	e->armed = 0;
+	if (e->signalled && read(e->wake_fd, &v, sizeof(v)) >= 0)
+		e->signalled = 0;
+}
+
+/* Under sh's lock, released while asleep. A shared queue's descriptor is not in epfd
+ * (see rpcrdma__fab_ep_fd): it is polled beside it. */
 static int fd_wait(struct fab_ep *e, int timeout_ms)
 {
-	struct fid *fids[2] = { &e->cq->fid, e->eq ? &e->eq->fid : NULL };
-	struct epoll_event ev;
+	struct pollfd p[2] = { { .fd = e->epfd, .events = POLLIN },
+			       { .fd = e->sh ? e->sh->fd : -1, .events = POLLIN } };
 	int n;
 
-	if (fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) != FI_SUCCESS)
+	if (arm_locked(e))
 		return 0;
+	sh_unlock(e);
 	do
-		n = epoll_wait(e->epfd, &ev, 1, timeout_ms);
+		n = poll(p, 2, timeout_ms);
 	while (n < 0 && errno == EINTR);
+	sh_lock(e);
+	awake(e);
 	return n > 0 ? 0 : -RPCRDMA_ERR_TIMEDOUT;
 }
 
 int rpcrdma__fab_arm(struct rpcrdma_ep *base)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
-	struct fid *fids[2] = { e->cq ? &e->cq->fid : NULL, e->eq ? &e->eq->fid : NULL };
+	int rc;
 
-	if (e->q.stash.n || !e->ep || e->peer_gone || e->epfd < 0)
-		return -RPCRDMA_ERR_AGAIN;
-	return fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) == FI_SUCCESS ? 0
-									 : -RPCRDMA_ERR_AGAIN;
+	sh_lock(e);
+	rc = arm_locked(e);
+	sh_unlock(e);
+	return rc;
 }
 
-int rpcrdma__fab_wait(struct rpcrdma_ep *base, int timeout_ms)
+static int wait_locked(struct fab_ep *e, int timeout_ms)
 {
-	struct fab_ep *e = (struct fab_ep *)base;
 	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
 	unsigned spins = 0;
 
@@ -423,6 +575,17 @@ int rpcrdma__fab_wait(struct rpcrdma_ep *base, int timeout_ms)
 	}
 }
 
+int rpcrdma__fab_wait(struct rpcrdma_ep *base, int timeout_ms)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+	int rc;
+
+	sh_lock(e);
+	rc = wait_locked(e, timeout_ms);
+	sh_unlock(e);
+	return rc;
+}
+
 /* An emulated connection's peer that ended without a word (SIGKILL) is gone all the
  * same: looked at every PEER_CHECK_MS while the endpoint is idle. */
 static void peer_check(struct fab_ep *e, struct rpcrdma__sink *s)
@@ -444,6 +607,8 @@ int rpcrdma__fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 	struct fab_ep *e = (struct fab_ep *)base;
 	struct rpcrdma__sink s = { out, max, 0 };
 
+	sh_lock(e);
+	awake(e);
 	s.n = rpcrdma__opq_pop(&e->q, out, max);
 	if (s.n < max) {
 		rpcrdma__fab_cq_drain(e, &s);
@@ -452,9 +617,12 @@ int rpcrdma__fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 		if (s.n == 0)
 			peer_check(e, &s);
 	}
+	sh_unlock(e);
 	return s.n;
 }
 
+/* Its connection events and wake_fd; its completions too unless its queue is shared with
+ * a live listener, whose descriptor has them (struct fab_shcq). */
 int rpcrdma__fab_ep_fd(const struct rpcrdma_ep *base)
 {
 	return ((const struct fab_ep *)base)->epfd;
@@ -464,10 +632,12 @@ int rpcrdma__fab_ep_fd(const struct rpcrdma_ep *base)
 int rpcrdma__fab_peer_addr(struct rpcrdma_ep *base, void *addr, size_t *len)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
+	int rc;
 
-	if (!e->ep || e->av)
-		return -RPCRDMA_ERR_NOPROV;
-	return fi_getpeer(e->ep, addr, len) ? -RPCRDMA_ERR_NOPROV : 0;
+	sh_lock(e);
+	rc = !e->ep || e->av || fi_getpeer(e->ep, addr, len) ? -RPCRDMA_ERR_NOPROV : 0;
+	sh_unlock(e);
+	return rc;
 }
 
 /* Our name and the peer's: socket addresses on MSG endpoints, the emulated endpoint
@@ -476,12 +646,17 @@ int rpcrdma__fab_names(struct rpcrdma_ep *base, void *local, size_t *llen, void 
 		       size_t *plen)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
+	int rc;
 
+	sh_lock(e);
 	if (!e->ep || fi_getname(&e->ep->fid, local, llen))
-		return -RPCRDMA_ERR_NOPROV;
-	if (e->av)
-		return fi_av_lookup(e->av, e->peer, peer, plen) ? -RPCRDMA_ERR_NOPROV : 0;
-	return fi_getpeer(e->ep, peer, plen) ? -RPCRDMA_ERR_NOPROV : 0;
+		rc = -RPCRDMA_ERR_NOPROV;
+	else if (e->av)
+		rc = fi_av_lookup(e->av, e->peer, peer, plen) ? -RPCRDMA_ERR_NOPROV : 0;
+	else
+		rc = fi_getpeer(e->ep, peer, plen) ? -RPCRDMA_ERR_NOPROV : 0;
+	sh_unlock(e);
+	return rc;
 }
 
 /* ---- posting ---- */
@@ -539,23 +714,35 @@ static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
 int rpcrdma__fab_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
+	int rc;
 
-	return rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_RECV, sge, ctx, post_piece, e);
+	sh_lock(e);
+	rc = rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_RECV, sge, ctx, post_piece, e);
+	sh_unlock(e);
+	return rc;
 }
 
 int rpcrdma__fab_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
+	int rc;
 
-	return rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_SEND, sge, ctx, post_piece, e);
+	sh_lock(e);
+	rc = rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_SEND, sge, ctx, post_piece, e);
+	sh_unlock(e);
+	return rc;
 }
 
 int rpcrdma__fab_post_rma(struct rpcrdma_ep *base, uint32_t opcode, const struct rpcrdma_sge *l,
 			  uint32_t nl, const struct rpcrdma_segment *r, uint32_t nr, void *ctx)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
+	int rc;
 
-	return rpcrdma__post_rma(&e->q, e->ep != NULL, opcode, l, nl, r, nr, ctx, post_piece, e);
+	sh_lock(e);
+	rc = rpcrdma__post_rma(&e->q, e->ep != NULL, opcode, l, nl, r, nr, ctx, post_piece, e);
+	sh_unlock(e);
+	return rc;
 }
 
 _Static_assert(sizeof(struct fi_context2) <= RPCRDMA__PIECE_CTX, "a piece holds fi_context2");

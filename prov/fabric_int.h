@@ -76,11 +76,32 @@ struct fab_ctrl {
 	struct fab_mr *mr;
 };
 
+/* One completion queue for every connection a MSG listener accepts. libfabric's tcp
+ * keeps its transfer state (~430 KiB, allocated at the first operation) per completion
+ * queue: one per connection made 1,000 idle connections cost 500 MiB. Each entry names
+ * its piece, whose operation names the endpoint (rpcrdma__op.q). The lock (recursive: a
+ * post may end the connection, which drains) covers the queue and the operations of every
+ * endpoint on it, so one thread's drain may complete another endpoint's operations.
+ * Its wait fd is in the listener's descriptor, not in each endpoint's: Linux refuses an
+ * epoll set that would reach one file through more than 100 nested sets (a server
+ * watching 100 endpoints' descriptors that each held it). */
+struct fab_shcq {
+	struct fid_cq *cq;
+	int fd;                      /* its wait fd, or -1 */
+	pthread_mutex_t lock;
+	unsigned refs;               /* the listener and each endpoint; under lock */
+};
+
 struct fab_ep {
 	struct rpcrdma_ep base;
 	struct fab_prov *fp;
 	struct fid_ep *ep;           /* NULL once the connection is gone */
-	struct fid_cq *cq;
+	struct fid_cq *cq;           /* its own, or sh's */
+	struct fab_shcq *sh;         /* MSG, accepted: the listener's completion queue */
+	int wake_fd;                 /* with sh: an eventfd in epfd, for completions another
+					thread drained while this endpoint was armed; or -1 */
+	int armed;                   /* with sh: its owner may sleep on epfd; under sh->lock */
+	int signalled;               /* with sh: wake_fd was written; under sh->lock */
 	struct fid_eq *eq;           /* MSG */
 	struct fid_av *av;           /* RDM */
 	fi_addr_t peer;              /* RDM: the peer's address; MSG: unused */
@@ -112,6 +133,8 @@ struct fab_listener {
 	struct fab_prov *fp;
 	struct fid_pep *pep;         /* MSG */
 	struct fid_eq *eq;           /* MSG */
+	struct fab_shcq *sh;         /* MSG: what the connections it accepts complete on */
+	int epfd;                    /* MSG with a wait fd: over eq's and sh's (listener_fd) */
 	struct fab_ep *lep;          /* RDM: the named endpoint */
 	struct fab_ep *spare;        /* RDM: made while idle, for the next accept */
 	int lockfd;                  /* RDM: holds the name while we live (shm_life.c) */
@@ -132,6 +155,19 @@ struct fab_connreq {
 
 extern const struct rpcrdma_prov_ops rpcrdma__fab_ops;
 
+/* Around each entry point on an endpoint that shares its completion queue. */
+static inline void sh_lock(struct fab_ep *e)
+{
+	if (e->sh)
+		pthread_mutex_lock(&e->sh->lock);
+}
+
+static inline void sh_unlock(struct fab_ep *e)
+{
+	if (e->sh)
+		pthread_mutex_unlock(&e->sh->lock);
+}
+
 /* Around each libfabric call on an endpoint the shm watchdog looks after (fabric_rdm.c). */
 static inline void busy_begin(struct fab_ep *e)
 {
@@ -148,7 +184,10 @@ static inline void busy_end(struct fab_ep *e)
 
 /* prov/fabric_ep.c: completions, endpoints, waiting, posting, memory */
 int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *name,
-			 struct fab_ep **out);
+			 struct fab_shcq *sh, struct fab_ep **out);
+int rpcrdma__fab_shcq_open(struct fab_prov *fp, struct fab_shcq **out);
+int rpcrdma__fab_add_wait_fd(int epfd, struct fid *fid);
+void rpcrdma__fab_shcq_put(struct fab_shcq *sh);
 int rpcrdma__fab_ep_fd(const struct rpcrdma_ep *base);
 int rpcrdma__fab_mr_dereg(struct rpcrdma_mr *base);
 int rpcrdma__fab_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
@@ -175,6 +214,7 @@ void rpcrdma__fab_local_leave(struct fab_ep *e);
 void rpcrdma__fab_local_peer_set(struct fab_ep *e, const void *name, size_t len, uint32_t pid);
 void rpcrdma__fab_lose_connection(struct fab_ep *e, struct rpcrdma__sink *s);
 void rpcrdma__fab_lst_unlink(struct fab_ep *e);
+void rpcrdma__fab_orphan(struct fab_ep *e);
 void rpcrdma__fab_set_err(char *err, size_t errlen, const char *fmt, const char *a,
 			  const char *b);
 

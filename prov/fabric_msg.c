@@ -48,6 +48,19 @@ static uint16_t sockaddr_port(const void *sa)
 	return 0;
 }
 
+/* The listener's descriptor: new connection requests and the completions of the
+ * connections it accepted. */
+static int listener_epoll(struct fab_listener *l)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = l->sh->fd };
+
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0 || rpcrdma__fab_add_wait_fd(l->epfd, &l->eq->fid) ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->sh->fd, &ev))
+		return -RPCRDMA_ERR_IO;
+	return 0;
+}
+
 int rpcrdma__fab_msg_listen(struct fab_prov *fp, const char *host, uint16_t port,
 			    struct fab_listener *l)
 {
@@ -67,6 +80,10 @@ int rpcrdma__fab_msg_listen(struct fab_prov *fp, const char *host, uint16_t port
 	rc = rpcrdma__fab_map_err(fi_eq_open(fp->fabric, &eqa, &l->eq, NULL));
 	if (!rc)
 		rc = rpcrdma__fab_map_err(fi_pep_bind(l->pep, &l->eq->fid, 0));
+	if (!rc)
+		rc = rpcrdma__fab_shcq_open(fp, &l->sh);
+	if (!rc && l->sh->fd >= 0)
+		rc = listener_epoll(l);
 	if (!rc)
 		rc = rpcrdma__fab_map_err(fi_listen(l->pep));
 	if (!rc && fi_getname(&l->pep->fid, &ss, &sslen) == 0)
@@ -193,7 +210,7 @@ int rpcrdma__fab_msg_accept(struct fab_connreq *r, const void *pdata, size_t len
 			    struct fab_ep **out)
 {
 	struct fab_ep *e;
-	int rc = rpcrdma__fab_ep_open(r->l->fp, r->info, NULL, &e);
+	int rc = rpcrdma__fab_ep_open(r->l->fp, r->info, NULL, r->l->sh, &e);
 
 	if (rc) {
 		fi_reject(r->l->pep, r->info->handle, REJECT_MARK, 4);
@@ -220,7 +237,7 @@ int rpcrdma__fab_msg_connect(struct fab_prov *fp, const char *host, uint16_t por
 	info = addr_info(fp, host, port, 0, &rc);
 	if (!info)
 		return rc;
-	rc = rpcrdma__fab_ep_open(fp, info, NULL, &e);
+	rc = rpcrdma__fab_ep_open(fp, info, NULL, NULL, &e);
 	if (!rc) {
 		rc = rpcrdma__fab_map_err(fi_connect(e->ep, info->dest_addr, pdata, len));
 		if (!rc)

@@ -338,7 +338,7 @@ static int rdm_listen_on(struct fab_prov *fp, uint16_t p, struct fab_listener *l
 	if (!info)
 		rc = -RPCRDMA_ERR_NOMEM;
 	else
-		rc = rpcrdma__fab_ep_open(fp, info, l->name, &l->lep);
+		rc = rpcrdma__fab_ep_open(fp, info, l->name, NULL, &l->lep);
 	fi_freeinfo(info);
 	if (rc) {
 		rpcrdma__shm_name_release(l->name, l->lockfd);
@@ -425,7 +425,7 @@ static int rdm_new_ep(struct fab_prov *fp, struct fab_ep **out)
 
 	if (!info)
 		return -RPCRDMA_ERR_NOMEM;
-	rc = rpcrdma__fab_ep_open(fp, info, NULL, out);
+	rc = rpcrdma__fab_ep_open(fp, info, NULL, NULL, out);
 	fi_freeinfo(info);
 	if (!rc)
 		rc = ctrl_setup(*out);

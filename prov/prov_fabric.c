@@ -29,6 +29,7 @@ static int fab_listen(struct rpcrdma_prov *p, const char *host, uint16_t port,
 	l->base.prov = p;
 	l->fp = fp;
 	l->lockfd = -1;
+	l->epfd = -1;
 	rc = fp->rdm ? rpcrdma__fab_rdm_listen(fp, port, l) : rpcrdma__fab_msg_listen(fp, host, port, l);
 	if (rc) {
 		rpcrdma__fab_ops.listener_close(&l->base);
@@ -43,6 +44,8 @@ static int fab_listener_fd(const struct rpcrdma_listener *base)
 	const struct fab_listener *l = (const struct fab_listener *)base;
 	int fd;
 
+	if (l->epfd >= 0)
+		return l->epfd;
 	if (l->eq && fi_control(&l->eq->fid, FI_GETWAIT, &fd) == 0)
 		return fd;
 	return -1;
@@ -51,11 +54,12 @@ static int fab_listener_fd(const struct rpcrdma_listener *base)
 static int fab_listener_arm(struct rpcrdma_listener *base)
 {
 	struct fab_listener *l = (struct fab_listener *)base;
-	struct fid *fid = l->eq ? &l->eq->fid : NULL;
+	struct fid *fids[2] = { l->eq ? &l->eq->fid : NULL, l->sh ? &l->sh->cq->fid : NULL };
 
-	if (!fid)
+	if (!fids[0])
 		return -RPCRDMA_ERR_NOPROV;
-	return fi_trywait(l->fp->fabric, &fid, 1) == FI_SUCCESS ? 0 : -RPCRDMA_ERR_AGAIN;
+	return fi_trywait(l->fp->fabric, fids, fids[1] ? 2 : 1) == FI_SUCCESS ? 0
+									    : -RPCRDMA_ERR_AGAIN;
 }
 
 static int fab_listener_addr(const struct rpcrdma_listener *base, void *addr, size_t *len)
@@ -92,12 +96,15 @@ static void fab_listener_close(struct rpcrdma_listener *base)
 	struct fab_listener *l = (struct fab_listener *)base;
 
 	while (l->accepted)
-		rpcrdma__fab_lst_unlink(l->accepted);
+		rpcrdma__fab_orphan(l->accepted);
 	rpcrdma__tcp_reaper_free(&l->reaper);
 	if (l->pep)
 		fi_close(&l->pep->fid);
 	if (l->eq)
 		fi_close(&l->eq->fid);
+	rpcrdma__fab_shcq_put(l->sh);
+	if (l->epfd >= 0)
+		close(l->epfd);
 	if (l->lep)
 		rpcrdma__fab_ep_free(l->lep);
 	if (l->spare)
@@ -164,6 +171,7 @@ static void fab_ep_close(struct rpcrdma_ep *base)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
 
+	sh_lock(e);
 	if (e->ep && e->fp->rdm && e->base.connected)
 		rpcrdma__fab_ctrl_send(e, e->peer, CTRL_DISCONNECT, NULL, 0, 2000, e->pidfd,
 				       e->peer_pid);
@@ -173,6 +181,7 @@ static void fab_ep_close(struct rpcrdma_ep *base)
 		/* completions of a closing endpoint are not reported */
 		rpcrdma__fab_lose_connection(e, NULL);
 	}
+	sh_unlock(e);
 	rpcrdma__fab_ep_free(e);
 }
 

@@ -152,13 +152,15 @@ void rpcrdma__opq_fail_all(struct rpcrdma__opq *q, struct rpcrdma__sink *s)
 	}
 }
 
-static struct rpcrdma__op *op_new(uint32_t opcode, uint32_t npieces, void *ctx)
+static struct rpcrdma__op *op_new(struct rpcrdma__opq *q, uint32_t opcode, uint32_t npieces,
+				  void *ctx)
 {
 	struct rpcrdma__op *op = calloc(1, sizeof(*op) + npieces * sizeof(struct rpcrdma__piece));
 	uint32_t i;
 
 	if (!op)
 		return NULL;
+	op->q = q;
 	op->ctx = ctx;
 	op->opcode = opcode;
 	op->npieces = npieces;
@@ -186,7 +188,7 @@ int rpcrdma__post_one(struct rpcrdma__opq *q, int connected, uint32_t opcode,
 
 	if (rc)
 		return rc;
-	op = op_new(opcode, 1, ctx);
+	op = op_new(q, opcode, 1, ctx);
 	if (!op)
 		return -RPCRDMA_ERR_NOMEM;
 	rc = post(impl, opcode, sge->addr, sge->len, sge->mr, 0, 0, &op->pieces[0]);
@@ -284,7 +286,7 @@ int rpcrdma__post_rma(struct rpcrdma__opq *q, int connected, uint32_t opcode,
 
 	if (rc)
 		return rc;
-	op = op_new(opcode, n, ctx);
+	op = op_new(q, opcode, n, ctx);
 	if (!op)
 		return -RPCRDMA_ERR_NOMEM;
 	for (i = 0; i < nl; i++)

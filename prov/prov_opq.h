@@ -17,6 +17,7 @@
 #define RPCRDMA__PIECE_CTX 64
 
 struct rpcrdma__op;
+struct rpcrdma__opq;
 
 struct rpcrdma__piece {
 	_Alignas(16) uint8_t ctx[RPCRDMA__PIECE_CTX];   /* first */
@@ -25,6 +26,8 @@ struct rpcrdma__piece {
 
 struct rpcrdma__op {
 	struct rpcrdma__op *prev, *next;
+	struct rpcrdma__opq *q;      /* whose: a completion queue shared by several endpoints
+					names only the piece */
 	void *ctx;
 	uint32_t opcode;
 	uint32_t len;

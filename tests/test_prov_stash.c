@@ -9,8 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "rpcrdma/prov.h"
+#include "prov_child.h"
 
 #define WAVE 24
 #define MSG 256
@@ -88,8 +87,7 @@ static void collect(struct rpcrdma_ep *ep)
 
 static void test_stash_keeps_everything(void)
 {
-	int go[2], sent[2], portp[2], i, got[2 * WAVE] = { 0 }, status, total = 0;
-	uint16_t port;
+	int go[2], sent[2], i, got[2 * WAVE] = { 0 }, status, total = 0;
 	struct rpcrdma_listener *l;
 	struct rpcrdma_connreq *req;
 	struct rpcrdma_prov *p;
@@ -98,15 +96,8 @@ static void test_stash_keeps_everything(void)
 	pid_t child;
 	char b;
 
-	CHECK(pipe(go) == 0 && pipe(sent) == 0 && pipe(portp) == 0);
-	fflush(NULL);
-	child = fork();  /* before libfabric is opened: it is not fork-safe */
-	if (child == 0)
-		_exit(read(portp[0], &port, sizeof(port)) == sizeof(port) ? client(port, go[0], sent[1]) : 1);
-	CHECK_EQ_I(rpcrdma_prov_open("tcp", &p, NULL, 0), 0);
-	CHECK_EQ_I(rpcrdma_listen(p, "127.0.0.1", 0, &l), 0);
-	port = rpcrdma_listener_port(l);
-	CHECK(write(portp[1], &port, sizeof(port)) == sizeof(port));
+	CHECK(pipe(go) == 0 && pipe(sent) == 0);
+	child = tcp_child(client, go[0], sent[1], &p, &l);
 	CHECK_EQ_I(rpcrdma_listener_get(l, 10000, &req), 0);
 	CHECK_EQ_I(rpcrdma_accept(req, NULL, 0, 10000, &ep), 0);
 	reg(p);

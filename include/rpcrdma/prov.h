@@ -150,14 +150,19 @@ RPCRDMA_API int rpcrdma_ep_poll(struct rpcrdma_ep *ep, struct rpcrdma_cqe *out, 
  * (ready) or -RPCRDMA_ERR_TIMEDOUT. Drives progress while it waits. */
 RPCRDMA_API int rpcrdma_ep_wait(struct rpcrdma_ep *ep, int timeout_ms);
 /* A descriptor that becomes readable when the endpoint may have work (-1 if the
- * provider has none: then poll with back-off, as rpcrdma_ep_wait() does). */
+ * provider has none: then poll with back-off, as rpcrdma_ep_wait() does). An endpoint
+ * accepted from a libfabric MSG listener (tcp, verbs) shares that listener's completion
+ * queue: while the listener is open, its completions wake rpcrdma_listener_fd(), and its
+ * own descriptor carries its connection events and completions another thread's poll
+ * found for it; sleep on both (docs/PROVIDERS.md). */
 RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
 /* Before sleeping on rpcrdma_ep_fd() (with other descriptors, in one poll/epoll): 0 when
  * it is safe (the descriptor will become readable for any new work), -RPCRDMA_ERR_AGAIN
  * when work is already pending (poll the endpoint first), -RPCRDMA_ERR_NOPROV where the
  * provider has no descriptor. libfabric's fi_trywait, verbs' ibv_req_notify_cq. */
 RPCRDMA_API int rpcrdma_ep_arm(struct rpcrdma_ep *ep);
-/* The same for rpcrdma_listener_fd(): new connection requests wake the descriptor. */
+/* The same for rpcrdma_listener_fd(): new connection requests wake the descriptor, and
+ * completions of the endpoints it accepted where they share its queue (rpcrdma_ep_fd). */
 RPCRDMA_API int rpcrdma_listener_arm(struct rpcrdma_listener *l);
 /* Make ready, ahead of time, what the next accept would otherwise build while a client
  * waits: call it when the server has nothing else to do. On shm each connection has an

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Endpoints accepted from one libfabric MSG listener share its completion queue
+ * (prov/fabric_int.h, struct fab_shcq): a poll of one endpoint must never return another's
+ * completion, must keep it for its owner and wake the owner's descriptor if it was armed;
+ * closing one endpoint with work outstanding must not disturb the other; after the
+ * listener closes, an endpoint's own descriptor carries its completions. Two processes
+ * over libfabric tcp: the child holds two connections and sends on command. */
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "prov_child.h"
+
+#define MSG 64
+#define SLOTS 4
+
+static uint8_t *mem;
+static struct rpcrdma_mr *mr;
+
+static void reg(struct rpcrdma_prov *p)
+{
+	mem = calloc(SLOTS + 1, MSG);
+	if (!mem || rpcrdma_mr_reg(p, mem, (SLOTS + 1) * MSG, RPCRDMA_ACC_LOCAL, &mr))
+		exit(3);
+}
+
+static struct rpcrdma_sge slot(int i)
+{
+	struct rpcrdma_sge s = { mr, mem + (size_t)i * MSG, MSG };
+
+	return s;
+}
+
+/* One send on ep, filled with ch, waited for. */
+static int send_one(struct rpcrdma_ep *ep, char ch)
+{
+	struct rpcrdma_sge s = slot(SLOTS);
+	struct rpcrdma_cqe c;
+	int n = 0;
+
+	memset(s.addr, ch, MSG);
+	if (rpcrdma_post_send(ep, &s, NULL))
+		return -1;
+	while (n == 0) {
+		n = rpcrdma_ep_poll(ep, &c, 1);
+		if (n == 0 && rpcrdma_ep_wait(ep, 5000))
+			return -1;
+	}
+	return c.status;
+}
+
+/* Connects twice (A, then B), then per command byte: 'a'/'b' sends on A/B and answers. */
+static int client(uint16_t port, int cmd_fd, int ack_fd)
+{
+	struct rpcrdma_prov *p;
+	struct rpcrdma_ep *ep[2];
+	char b;
+
+	if (rpcrdma_prov_open("tcp", &p, NULL, 0) ||
+	    rpcrdma_connect(p, "127.0.0.1", port, NULL, 0, 10000, &ep[0]) ||
+	    rpcrdma_connect(p, "127.0.0.1", port, NULL, 0, 10000, &ep[1]))
+		return 1;
+	reg(p);
+	while (read(cmd_fd, &b, 1) == 1 && b != 'q') {
+		if (send_one(ep[b == 'b'], (char)(b - 'a' + 'A')))
+			return 1;
+		if (write(ack_fd, &b, 1) != 1)
+			return 1;
+	}
+	return 0;
+}
+
+static int to_child, from_child;
+
+static void command(char b)
+{
+	CHECK(write(to_child, &b, 1) == 1 && read(from_child, &b, 1) == 1);
+}
+
+static int readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) > 0;
+}
+
+static int slot_is(int i, char ch)
+{
+	int j, same = 1;
+
+	for (j = 0; j < MSG; j++)
+		same &= mem[(size_t)i * MSG + j] == (uint8_t)ch;
+	return same;
+}
+
+/* The receive with context ctx on ep, exactly one completion. */
+static void expect_one(struct rpcrdma_ep *ep, uintptr_t ctx, int i, char ch)
+{
+	struct rpcrdma_cqe c[4];
+	int n = rpcrdma_ep_poll(ep, c, 4);
+
+	CHECK_EQ_I(n, 1);
+	CHECK(c[0].op == RPCRDMA_OP_RECV && c[0].status == 0 && c[0].len == MSG);
+	CHECK_EQ_U((uintptr_t)c[0].ctx, ctx);
+	CHECK(slot_is(i, ch));
+}
+
+static void post(struct rpcrdma_ep *ep, int i, uintptr_t ctx)
+{
+	struct rpcrdma_sge s = slot(i);
+
+	CHECK_EQ_I(rpcrdma_post_recv(ep, &s, (void *)ctx), 0);
+}
+
+/* A's polls drain B's completion from the shared queue: A never sees it, B's descriptor
+ * (armed) turns readable, B's poll returns it. */
+static void polls_route(struct rpcrdma_ep *a, struct rpcrdma_ep *b)
+{
+	struct rpcrdma_cqe c[4];
+	int got_a = 0, tries, n, k;
+
+	post(a, 0, 1);
+	post(b, 1, 2);
+	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);
+	command('b');
+	command('a');
+	for (tries = 0; tries < 500 && !(got_a && readable(rpcrdma_ep_fd(b), 0)); tries++) {
+		n = rpcrdma_ep_poll(a, c, 4);
+		for (k = 0; k < n; k++)
+			CHECK_EQ_U((uintptr_t)c[k].ctx, 1);
+		got_a += n;
+		if (n == 0)
+			rpcrdma_ep_wait(a, 10);
+	}
+	CHECK_EQ_I(got_a, 1);
+	CHECK(slot_is(0, 'A'));
+	CHECK(readable(rpcrdma_ep_fd(b), 0));
+	expect_one(b, 2, 1, 'B');
+}
+
+static void test_shared_queue(void)
+{
+	int cmdp[2], ackp[2], status;
+	struct rpcrdma_listener *l;
+	struct rpcrdma_connreq *req;
+	struct rpcrdma_prov *p;
+	struct rpcrdma_ep *a, *b;
+	pid_t child;
+
+	CHECK(pipe(cmdp) == 0 && pipe(ackp) == 0);
+	child = tcp_child(client, cmdp[0], ackp[1], &p, &l);
+	to_child = cmdp[1];
+	from_child = ackp[0];
+	CHECK_EQ_I(rpcrdma_listener_get(l, 10000, &req), 0);
+	CHECK_EQ_I(rpcrdma_accept(req, NULL, 0, 10000, &a), 0);
+	CHECK_EQ_I(rpcrdma_listener_get(l, 10000, &req), 0);
+	CHECK_EQ_I(rpcrdma_accept(req, NULL, 0, 10000, &b), 0);
+	reg(p);
+	polls_route(a, b);
+	/* A goes with a receive outstanding (flushed into the shared queue): B goes on */
+	post(a, 2, 3);
+	rpcrdma_ep_close(a);
+	/* the listener goes: B's own descriptor now carries its completions */
+	rpcrdma_listener_close(l);
+	post(b, 3, 4);
+	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);
+	command('b');
+	CHECK(readable(rpcrdma_ep_fd(b), 5000));
+	expect_one(b, 4, 3, 'B');
+	CHECK(write(to_child, "q", 1) == 1);
+	waitpid(child, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	rpcrdma_ep_close(b);
+	rpcrdma_mr_dereg(mr);
+	rpcrdma_prov_close(p);
+	free(mem);
+}
+
+int main(int argc, char **argv)
+{
+	HARNESS_BEGIN(argc, argv);
+	RUN(test_shared_queue);
+	HARNESS_END();
+}
