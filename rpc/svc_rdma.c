@@ -25,7 +25,7 @@
 
 #define DEF_INLINE 4096u
 #define DEF_CREDITS 32u
-#define DEF_RECV_BUDGET 4096u
+#define DEF_RECV_BUDGET 32768u
 #define ACCEPT_MS 5000
 
 struct srv;

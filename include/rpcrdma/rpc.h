@@ -128,7 +128,7 @@ struct rpcrdma_svc_opts {
 				      value above 65535: svc_rdma_create fails */
 	uint32_t inline_size;      /* 0: 4096 */
 	uint32_t max_credits;      /* per connection; 0: 32 */
-	uint32_t recv_budget;      /* receive buffers for all connections; 0: 4096 */
+	uint32_t recv_budget;      /* receive buffers for all connections; 0: 32768 */
 	int no_ccp;                /* do not answer CONF_RDMA */
 	uint32_t msgp_align, msgp_thresh;   /* send RDMA_MSGP replies; 0: never */
 	int reply_read_chunks;     /* a reply longer than the reply chunk offered goes as RFC
