@@ -478,13 +478,14 @@ static int watch_fd(struct srv *s, int fd);
 static void conn_destroy(SVCXPRT *xprt)
 {
 	struct sconn *c = conn_of(xprt);
+	struct srv *s = c->srv;   /* c may be freed as soon as the lock is released */
 
 	xprt_unregister(xprt);
-	pthread_mutex_lock(&c->srv->lock);
+	pthread_mutex_lock(&s->lock);
 	drop_all(c);
 	c->destroyed = 1;
-	pthread_mutex_unlock(&c->srv->lock);
-	srv_wake(c->srv);   /* it frees the connection now, not at its next wake-up */
+	pthread_mutex_unlock(&s->lock);
+	srv_wake(s);   /* it frees the connection now, not at its next wake-up */
 }
 
 static bool_t conn_control(SVCXPRT *xprt, const u_int req, void *info)
@@ -1238,16 +1239,19 @@ int rpcrdma__svc_conn_hold(SVCXPRT *conn)
 	return 0;
 }
 
+/* Once the lock is released c may be freed at once (the progress thread reaps a
+ * destroyed connection with no references): only s is used after it. */
 void rpcrdma__svc_conn_release(SVCXPRT *conn)
 {
 	struct sconn *c = conn_of(conn);
+	struct srv *s = c->srv;
 	int gone;
 
-	pthread_mutex_lock(&c->srv->lock);
+	pthread_mutex_lock(&s->lock);
 	gone = --c->bc_refs == 0 && c->destroyed;
-	pthread_mutex_unlock(&c->srv->lock);
+	pthread_mutex_unlock(&s->lock);
 	if (gone)
-		srv_wake(c->srv);   /* its progress thread frees it */
+		srv_wake(s);   /* its progress thread frees it */
 }
 
 /* Wait for w under the srv lock until it is done or the deadline passes; then the call
