@@ -57,7 +57,7 @@ grep -q '"busy":2,"idle":0}}$' "$out/busyjson" || fail "the run object does not 
 "$BIN" perf --provider "$PROV" --seconds 0.05 --ops null --depths 1 --idle 5 --compare --json \
 	>"$out/idle" || fail "perf --idle 5"
 cat "$out/idle"
-idle='^{"idle":{"transport":"\(rdma/[a-z]*\|tirpc/tcp\)","connections":5,"opened":5,"server_rss_kib":[1-9][0-9]*,"base_rss_kib":[1-9][0-9]*,"kib_per_connection":-*[0-9]*,"wakeups_per_s":[0-9.]*}}$'
+idle='^{"idle":{"transport":"\(rdma/[a-z]*\|tirpc/tcp\)","connections":5,"opened":5,"server_rss_kib":[1-9][0-9]*,"base_rss_kib":[1-9][0-9]*,"kib_per_connection":-*[0-9]*,"fds_per_connection":[0-9.]*,"rss_after_kib":[1-9][0-9]*,"fds_after":[1-9][0-9]*,"base_fds":[1-9][0-9]*,"wakeups_per_s":[0-9.]*}}$'
 [ "$(grep -c "$idle" "$out/idle")" -eq 2 ] || fail "no idle figure for each transport"
 "$BIN" perf 127.0.0.1:1 --idle 1 >/dev/null 2>"$out/idle_err"
 [ $? -eq 2 ] && grep -q 'give no HOST' "$out/idle_err" || fail "--idle with a HOST is not refused"

@@ -508,6 +508,24 @@ static long long switches(pid_t pid)
 	return sum;
 }
 
+/* Open descriptors of a process (-1 if unknown). */
+static long fd_count(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	long n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 static void sleep_s(double s)
 {
 	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
@@ -519,13 +537,14 @@ static void sleep_s(double s)
 struct idle_result {
 	char transport[32];
 	int asked, opened;
-	long base_kib, rss_kib;
+	long base_kib, rss_kib, after_kib;   /* before the clients, with them, after them */
+	long base_fds, fds, after_fds;
 	double wakeups_s;
 };
 
 /* N clients of perf's own server, each after one NULL call, held while nothing happens:
- * the server's resident memory then, against before they came, and its threads'
- * wake-ups per second over IDLE_WATCH_S. */
+ * the server's resident memory and descriptors then, against before they came and after
+ * they closed, and its threads' wake-ups per second over IDLE_WATCH_S. */
 static int measure_idle(struct cfg *c, const char *provider, struct idle_result *r)
 {
 	CLIENT **cls = calloc((size_t)c->idle, sizeof(*cls));
@@ -539,6 +558,7 @@ static int measure_idle(struct cfg *c, const char *provider, struct idle_result 
 	if (!cls)
 		return -1;
 	r->base_kib = rss_kib(c->child);
+	r->base_fds = fd_count(c->child);
 	for (i = 0; i < c->idle && !stop_sig; i++) {
 		struct slot w = { .c = c, .op = OP_NULL };
 
@@ -558,6 +578,7 @@ static int measure_idle(struct cfg *c, const char *provider, struct idle_result 
 	}
 	sleep_s(IDLE_SETTLE_S);
 	r->rss_kib = rss_kib(c->child);
+	r->fds = fd_count(c->child);
 	sw0 = switches(c->child);
 	sleep_s(IDLE_WATCH_S);
 	r->wakeups_s = (double)(switches(c->child) - sw0) / IDLE_WATCH_S;
@@ -566,23 +587,29 @@ static int measure_idle(struct cfg *c, const char *provider, struct idle_result 
 			clnt_destroy(cls[i]);
 	free(cls);
 	sleep_s(IDLE_SETTLE_S);   /* the server lets go of them before anything else */
+	r->after_kib = rss_kib(c->child);
+	r->after_fds = fd_count(c->child);
 	return 0;
 }
 
 static void print_idle(const struct cfg *c, const struct idle_result *r)
 {
 	long per = r->opened ? (r->rss_kib - r->base_kib) / r->opened : 0;
+	double fds = r->opened ? (double)(r->fds - r->base_fds) / r->opened : 0;
 
 	if (c->json)
 		printf("{\"idle\":{\"transport\":\"%s\",\"connections\":%d,\"opened\":%d,"
 		       "\"server_rss_kib\":%ld,\"base_rss_kib\":%ld,\"kib_per_connection\":%ld,"
-		       "\"wakeups_per_s\":%.1f}}\n", r->transport, r->asked, r->opened, r->rss_kib,
-		       r->base_kib, per, r->wakeups_s);
+		       "\"fds_per_connection\":%.1f,\"rss_after_kib\":%ld,\"fds_after\":%ld,"
+		       "\"base_fds\":%ld,\"wakeups_per_s\":%.1f}}\n", r->transport, r->asked,
+		       r->opened, r->rss_kib, r->base_kib, per, fds, r->after_kib, r->after_fds,
+		       r->base_fds, r->wakeups_s);
 	else
 		printf("%-10s idle  %d connections%s: server RSS %ld KiB (%ld before, %+ld KiB "
-		       "each), %.1f wakeups/s\n", r->transport, r->opened,
+		       "each, %ld after they closed), %+.1f descriptors each (%ld after, %ld "
+		       "before), %.1f wakeups/s\n", r->transport, r->opened,
 		       r->opened < r->asked ? " (fewer than asked: a client failed)" : "", r->rss_kib,
-		       r->base_kib, per, r->wakeups_s);
+		       r->base_kib, per, r->after_kib, fds, r->after_fds, r->base_fds, r->wakeups_s);
 	fflush(stdout);
 }
 
@@ -848,8 +875,9 @@ static void usage(FILE *f)
 	      "connection and its first NULL reply, one client after another. --busy N keeps\n"
 	      "N threads spinning in another process meanwhile (a shared, busy host).\n"
 	      "--idle N (no HOST): after the figures, N clients that made one call each are\n"
-	      "held idle while the server's RSS and wake-ups per second are measured (with\n"
-	      "--compare, over ONC RPC/TCP too).\n"
+	      "held idle while the server's RSS, descriptors and wake-ups per second are\n"
+	      "measured, and its RSS and descriptors after they close (with --compare, over\n"
+	      "ONC RPC/TCP too).\n"
 	      PS_PCAP_USAGE
 	      "                       (the client's side; a server perf starts is not captured)\n",
 	      f);
