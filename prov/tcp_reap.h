@@ -25,7 +25,7 @@ struct rpcrdma__tcp_reaper {
 };
 
 /* Close this process's sockets on `port` that have been in CLOSE-WAIT for a while and are
- * none of `live`. Call now and then (it reads /proc). */
+ * none of `live`. Call now and then (a netlink query; /proc where that fails). */
 void rpcrdma__tcp_reap(struct rpcrdma__tcp_reaper *rp, uint16_t port,
 		       const struct rpcrdma__tcp_pair *live, size_t nlive, int64_t now);
 void rpcrdma__tcp_reaper_free(struct rpcrdma__tcp_reaper *rp);
