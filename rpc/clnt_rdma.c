@@ -860,9 +860,11 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	 * and can sleep on a descriptor (shm has none: backing off there yields the core to
 	 * whatever holds it for a scheduler slice, worse than polling) */
 	ct->sleep_ms = 0;
-	if (!n && ++ct->idle && wait_ms &&
-	    (ct->idle > SPIN_POLLS ||
-	     (rpcrdma_ep_fd(ct->ep) >= 0 && !rpcrdma__spin_more(ct->idle))))
+	if (n)
+		return 0;
+	ct->idle++;
+	if (wait_ms && (ct->idle > SPIN_POLLS ||
+			(rpcrdma_ep_fd(ct->ep) >= 0 && !rpcrdma__spin_more(ct->idle))))
 		ct->sleep_ms = wait_ms;   /* between_slices() sleeps, without the lock */
 	return 0;
 }

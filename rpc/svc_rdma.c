@@ -681,11 +681,11 @@ static int accept_one(struct srv *s)
 /* ---- the progress thread ----
  * It polls while there is work, and for IDLE_SPINS empty rounds after (a reply often
  * follows within microseconds) unless its core is contended (rpcrdma__spin_more: then
- * those rounds would delay whoever is to send it work); then it sleeps in epoll on every connection's
- * descriptor, the listener's and its wake-up eventfd, until one is ready or the next
- * engine deadline, at most SLEEP_MAX_MS (the tcp listener reaps lost sockets about once
- * a second). Yielding instead would hand the core to any busy program for a whole
- * scheduler slice. A provider without descriptors (shm) keeps the old back-off. */
+ * those rounds would delay whoever is to send it work); then it sleeps in epoll on every
+ * connection's descriptor, the listener's and its wake-up eventfd, until one is ready or
+ * the next engine deadline, at most SLEEP_MAX_MS (the tcp listener reaps lost sockets
+ * about once a second). Yielding instead would hand the core to any busy program for a
+ * whole scheduler slice. A provider without descriptors (shm) keeps the old back-off. */
 #define IDLE_SPINS 64
 #define PREPARE_QUIET_MS 1   /* quiet this long: the listener prepares the next accept */
 #define SLEEP_MAX_MS 1000

@@ -5,6 +5,7 @@
 #define RPCRDMA_TEST_PROV_CHILD_H
 
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -32,6 +33,15 @@ static inline pid_t tcp_child(int (*fn)(uint16_t port, int a, int b), int a, int
 	close(portp[0]);
 	close(portp[1]);
 	return child;
+}
+
+/* The child's end: it must have exited with 0. */
+static inline void tcp_child_done(pid_t child)
+{
+	int status;
+
+	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0);
 }
 
 #endif

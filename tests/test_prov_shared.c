@@ -7,7 +7,6 @@
  * over libfabric tcp: the child holds two connections and sends on command. */
 #include <poll.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "prov_child.h"
@@ -141,7 +140,7 @@ static void polls_route(struct rpcrdma_ep *a, struct rpcrdma_ep *b)
 
 static void test_shared_queue(void)
 {
-	int cmdp[2], ackp[2], status;
+	int cmdp[2], ackp[2];
 	struct rpcrdma_listener *l;
 	struct rpcrdma_connreq *req;
 	struct rpcrdma_prov *p;
@@ -169,8 +168,7 @@ static void test_shared_queue(void)
 	CHECK(readable(rpcrdma_ep_fd(b), 5000));
 	expect_one(b, 4, 3, 'B');
 	CHECK(write(to_child, "q", 1) == 1);
-	waitpid(child, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	tcp_child_done(child);
 	rpcrdma_ep_close(b);
 	rpcrdma_mr_dereg(mr);
 	rpcrdma_prov_close(p);

@@ -5,7 +5,6 @@
  * waits (collecting) after each wave, posting the second wave's receives in between,
  * and only then polls. Every receive must come out exactly once, with its data. */
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,7 +86,7 @@ static void collect(struct rpcrdma_ep *ep)
 
 static void test_stash_keeps_everything(void)
 {
-	int go[2], sent[2], i, got[2 * WAVE] = { 0 }, status, total = 0;
+	int go[2], sent[2], i, got[2 * WAVE] = { 0 }, total = 0;
 	struct rpcrdma_listener *l;
 	struct rpcrdma_connreq *req;
 	struct rpcrdma_prov *p;
@@ -140,8 +139,7 @@ static void test_stash_keeps_everything(void)
 		CHECK(same);
 	}
 	CHECK(write(go[1], "g", 1) == 1);
-	waitpid(child, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	tcp_child_done(child);
 	rpcrdma_ep_close(ep);
 	rpcrdma_listener_close(l);
 	rpcrdma_mr_dereg(mr);
