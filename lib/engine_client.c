@@ -248,7 +248,6 @@ static int marshal(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 		nitems += a->items[i].len != 0;
 	m->xid = c->xid;
 	m->vers = RPCRDMA_VERSION;
-	m->credits = e->cfg.max_credits;
 	if (!choose_msgp(e, c, a, reply_chunk)) {
 		hdr = rpcrdma__hdr_chunks_len(nitems, a->nresults, a->nresults, 1, reply_chunk);
 		c->proc = hdr + a->xdr_len <= e->inline_send ? RPCRDMA_MSG : RPCRDMA_NOMSG;
@@ -346,6 +345,19 @@ out_free:
 
 /* ---- sending (RFC 5666 §3.3: never more calls than credits granted) ---- */
 
+/* RFC 5666 §3.3: the value in a call is the credits the client would like. Ask for
+ * twice what is in use or waiting, within max_credits: a connection that makes one call
+ * now and then asks for 2, so its server keeps 2 receives posted for it rather than
+ * max_credits; a pipeline that fills its grant has it doubled on the next reply. */
+static uint32_t ask_credits(const struct rpcrdma_eng *e)
+{
+	uint64_t want = 2 * ((uint64_t)e->in_use + e->nwaiting);
+
+	if (want < 1)
+		want = 1;
+	return want < e->cfg.max_credits ? (uint32_t)want : e->cfg.max_credits;
+}
+
 /* Receives posted cover every call that may still be answered, plus the one about to go:
  * a batched call settled without a reply leaves its receive for a later call. */
 static bool needs_recv(const struct rpcrdma_eng *e)
@@ -366,6 +378,7 @@ static int send_call(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 			return rc;
 	}
 	b = rpcrdma__eng_sbuf_get(e);
+	c->msg.credits = ask_credits(e);   /* the demand now, not when it was queued */
 	n = rpcrdma_encode(&c->msg, b->mem, e->inline_send);
 	if (n < 0) {
 		rpcrdma__eng_sbuf_put(e, b);
@@ -716,7 +729,7 @@ static int send_done(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 	rpcrdma_msg_bind(&m, &st);
 	m.xid = c->xid;
 	m.vers = RPCRDMA_VERSION;
-	m.credits = e->cfg.max_credits;
+	m.credits = ask_credits(e);
 	m.proc = RPCRDMA_DONE;
 	b = rpcrdma__eng_sbuf_get(e);
 	n = rpcrdma_encode(&m, b->mem, e->inline_send);

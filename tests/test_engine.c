@@ -392,8 +392,9 @@ static void test_inline_both_ways(void)
 	CHECK_EQ_U(cs.replies, 1);
 	CHECK_EQ_U(ss.calls, 1);
 	CHECK_EQ_U(ss.replies, 1);
-	CHECK_EQ_U(cs.credits_granted, 32);   /* the server granted what was asked */
-	CHECK_EQ_U(ss.recvs_posted, 32);      /* ... having posted the receives first */
+	CHECK_EQ_U(cs.credits_granted, 2);    /* the server granted what was asked: twice the
+						 one call in flight */
+	CHECK_EQ_U(ss.recvs_posted, 2);       /* ... having posted the receives first */
 	CHECK_EQ_U(cs.inline_send, 4096);     /* RFC 8797 private data raised it */
 	CHECK_EQ_U(cs.mrs_live, 2);           /* only the send and receive areas */
 	CHECK_EQ_U(g.replies_done, 1);
@@ -1421,7 +1422,7 @@ static void test_client_credits_and_errors(void)
 	raw_up(&x, RPCRDMA_ENG_CLIENT, NULL);
 	raw_post_recvs(&x.raw, 8);
 	xid = client_call_raw(&x, 4, out);
-	CHECK_EQ_U(get32(out + 8), 32);                 /* asks for its maximum */
+	CHECK_EQ_U(get32(out + 8), 2);                  /* asks twice its one call */
 	/* a second call waits: 1 credit at start (RFC 8166 §3.3.3) */
 	start(&x.g, 4, 0, 0, 128, 0);
 	raw_pump(&x);
@@ -1556,6 +1557,66 @@ static void test_client_credit_timeout(void)
 }
 
 /* ---- credits end to end ---- */
+
+/* Every message the raw side received since the last look: its XID and credit value. */
+static int raw_credits(struct raw *r, uint32_t *xids, uint32_t *credits, int max)
+{
+	struct rpcrdma_cqe c;
+	int n = 0;
+
+	while (n < max && rpcrdma_ep_poll(r->ep, &c, 1) == 1) {
+		if (c.op != RPCRDMA_OP_RECV || c.status != 0)
+			continue;
+		xids[n] = get32(c.ctx);
+		credits[n++] = get32((const uint8_t *)c.ctx + 8);
+		raw_post_recvs(r, 1);
+	}
+	return n;
+}
+
+static void max8(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
+{
+	(void)s;
+	c->max_credits = 8;
+}
+
+/* RFC 5666 §3.3: a call asks for the credits the client would like, here twice what it
+ * has in flight or waiting, within max_credits: a lone call asks 2, each of seven calls
+ * queued behind the first credit asks 14 (8 when max_credits is 8), a lone call after
+ * them 2 again. */
+static void test_credit_ask_follows_demand(void)
+{
+	static const uint32_t cap[2] = { 32, 8 };
+	struct raw_rig x;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t xid, xids[8], cr[8], n;
+	int i, k, got;
+
+	for (k = 0; k < 2; k++) {
+		raw_up(&x, RPCRDMA_ENG_CLIENT, k ? max8 : NULL);
+		raw_post_recvs(&x.raw, 8);
+		xid = client_call_raw(&x, 4, out);
+		CHECK_EQ_U(get32(out + 8), 2);
+		for (i = 0; i < 7; i++)
+			start(&x.g, 4, 0, 0, 128, 0);    /* wait: 1 credit at start */
+		n = raw_reply(m, xid, 32);
+		raw_send(&x.raw, m, n);
+		raw_pump(&x);
+		got = raw_credits(&x.raw, xids, cr, 8);
+		CHECK_EQ_I(got, 7);
+		for (i = 0; i < got; i++) {
+			CHECK_EQ_U(cr[i], k ? 8 : 14);
+			n = raw_reply(m, xids[i], cap[k]);
+			raw_send(&x.raw, m, n);
+		}
+		raw_pump(&x);
+		for (i = 0; i < 8; i++)
+			CHECK(x.g.slots[i].done && x.g.slots[i].status == 0);
+		xid = client_call_raw(&x, 4, out);
+		CHECK_EQ_U(get32(out + 8), 2);
+		raw_down(&x);
+	}
+}
 
 static void credits8(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
 {
@@ -1709,9 +1770,12 @@ static void test_batched_settled_by_later_reply(void)
 	int i;
 
 	rig_up(&g, NULL);
-	s = start(&g, 16, 0, 0, 128, 0);       /* raises the grant above 1 */
+	for (i = 0; i < 3; i++)                /* raise the grant to 4: three calls at once */
+		s = start(&g, 16, 0, 0, 128, 0);
 	pump(&g);
 	CHECK(s->done && s->status == 0);
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.credits_granted, 4);
 	g.hold = 1;
 	for (i = 0; i < 3; i++) {
 		b[i] = &g.slots[g.nslots++];
@@ -1724,7 +1788,7 @@ static void test_batched_settled_by_later_reply(void)
 	rpcrdma_eng_stats(g.cl.eng, &cs);
 	CHECK_EQ_U(cs.credits_in_use, 3);
 	CHECK_EQ_U(cs.mrs_live, 5);            /* their read chunks stay exposed */
-	CHECK_EQ_U(g.completed, 1);
+	CHECK_EQ_U(g.completed, 3);
 	for (i = 0; i < g.nheld; i++)
 		rpcrdma_eng_req_drop(g.sv.eng, g.held[i]);   /* no reply, as batching wants */
 	g.nheld = 0;
@@ -2225,8 +2289,9 @@ static void test_bc_both_directions(void)
 	CHECK_EQ_U(cs.replies, 6);
 	CHECK_EQ_U(cs.errors[RPCRDMA_EC_UNKNOWN_XID] + ss.errors[RPCRDMA_EC_UNKNOWN_XID], 0);
 	CHECK_EQ_U(rpcrdma_eng_bc_pending(g.sv.eng) + rpcrdma_eng_bc_pending(g.cl.eng), 0);
-	/* every receive posted for a backward reply was used by it (server: 1 per grant) */
-	CHECK_EQ_U(ss.recvs_posted, ss.credits_granted);
+	/* every receive posted for a backward reply was used by it (server: 1 per credit of
+	 * its highest grant; the grant follows the client's demand down, its receives stay) */
+	CHECK_EQ_U(ss.recvs_posted, ss.credits_max);
 	/* a client keeps its backward receives posted, its forward calls all answered */
 	CHECK_EQ_U(cs.recvs_posted, 4);
 	rig_down(&g);
@@ -2625,6 +2690,7 @@ int main(int argc, char **argv)
 	RUN(test_server_credit_overrun);
 	RUN(test_server_done_withheld);
 	RUN(test_client_credits_and_errors);
+	RUN(test_credit_ask_follows_demand);
 	RUN(test_client_credit_timeout);
 	RUN(test_credit_window);
 	RUN(test_credit_pool);

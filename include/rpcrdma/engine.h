@@ -51,7 +51,8 @@ struct rpcrdma_eng_config {
 	uint32_t role;              /* enum rpcrdma_eng_role */
 	uint32_t inline_send;       /* largest inline message we send (then capped by the peer's) */
 	uint32_t inline_recv;       /* our receive buffer size, advertised (RFC 8797) */
-	uint32_t max_credits;       /* client: credits asked for; server: per-connection cap */
+	uint32_t max_credits;       /* client: most credits asked for (twice the calls in flight
+				       or waiting, up to this); server: per-connection cap */
 	uint32_t sq_depth;          /* operations the endpoint accepts at once (caps.tx_depth) */
 	uint32_t write_send_ordered;/* caps.write_send_ordered: a Send follows its Writes */
 	uint32_t max_message;       /* largest reassembled message accepted from the peer: a

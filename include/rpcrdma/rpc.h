@@ -27,7 +27,8 @@ struct rpcrdma_clnt_opts {
 				      asked for netid rdma/rdma6, else RPCRDMA_PORT (20049);
 				      above 65535: clnt_rdma_create fails (EINVAL) */
 	uint32_t inline_size;      /* inline threshold both ways; 0: 4096 */
-	uint32_t max_credits;      /* credits asked for; 0: 32 */
+	uint32_t max_credits;      /* most credits asked for (a call asks twice the calls in
+				      flight or waiting, up to this); 0: 32 */
 	uint32_t max_reply;        /* reply chunk offered when a reply may be this long and no
 				      binding says better; 0: 1 MiB */
 	int connect_timeout_ms;    /* 0: 10 s */

@@ -51,12 +51,13 @@ static void drop(CLIENT *cl)
 	clnt_destroy(cl);
 }
 
-/* A budget of 8 receives, 4 credits a client: two clients hold it all after a call each;
- * the third is refused; once one leaves, a fourth gets in. */
+/* A budget of 4 receives: two clients hold it all after a call each (a client with one
+ * call in flight asks 2 credits, and the server posts a receive for each before granting
+ * them); the third is refused; once one leaves, a fourth gets in. */
 static void budget_refuses_then_frees(void)
 {
 	struct rpcrdma_svc_opts so = { .provider = "tcp", .port = RPCRDMA_PORT_ANY,
-				       .max_credits = 4, .recv_budget = 8 };
+				       .max_credits = 4, .recv_budget = 4 };
 	SVCXPRT *x = svc_rdma_create(&so);
 	CLIENT *a, *b, *c, *d;
 	pthread_t t;
