@@ -345,6 +345,7 @@ static struct fab_ep *ep_alloc(struct fab_prov *fp)
 	e->epfd = -1;
 	e->pidfd = -1;
 	e->wake_fd = -1;
+	rpcrdma__bell_init(&e->bell);
 	if (rpcrdma__opq_init(&e->q, fp->base.caps.tx_depth, fp->base.caps.rx_depth)) {
 		free(e);
 		return NULL;
@@ -409,6 +410,7 @@ void rpcrdma__fab_ep_free(struct fab_ep *e)
 		close(e->epfd);
 	if (e->pidfd >= 0)
 		close(e->pidfd);
+	rpcrdma__bell_close(&e->bell);
 	rpcrdma__opq_free(&e->q);
 	free(e);
 	if (sh) {
@@ -494,6 +496,43 @@ void rpcrdma__fab_backoff(unsigned *spins)
 	nanosleep(&ts, NULL);
 }
 
+/* The owner is awake: a wake-up meant for its sleep is spent (shm: no longer marked
+ * asleep, rings read). Under sh's lock. */
+static void awake(struct fab_ep *e)
+{
+	uint64_t v;
+
+	if (e->armed && e->fp->rdm)
+		rpcrdma__bell_disarm(&e->bell);
+	e->armed = 0;
+	if (e->signalled && read(e->wake_fd, &v, sizeof(v)) >= 0)
+		e->signalled = 0;
+}
+
+/* An emulated (shm) connection sleeps on its doorbell (shm_bell.c): marked asleep, it
+ * looks for work once more; what its peer posts from then on rings it. Work it waits
+ * for that only the peer's polling moves (its own RDMA operations, Sends still in
+ * flight) keeps it awake, and rings the peer if that one sleeps. Without a doorbell, or
+ * a pidfd to see the peer end, it cannot sleep (-RPCRDMA_ERR_NOPROV). */
+static int rdm_arm_locked(struct fab_ep *e)
+{
+	if (e->epfd < 0 || e->pidfd < 0)
+		return -RPCRDMA_ERR_NOPROV;
+	if (e->q.stash.n || !e->ep || e->peer_gone)
+		return -RPCRDMA_ERR_AGAIN;
+	if (rpcrdma__bell_arm(&e->bell))
+		return -RPCRDMA_ERR_NOPROV;
+	e->armed = 1;
+	rpcrdma__fab_cq_drain(e, NULL);
+	if (e->q.stash.n || !e->ep || e->peer_gone || e->q.tx_used) {
+		if (e->q.tx_used)
+			rpcrdma__bell_ring(&e->bell);
+		awake(e);
+		return -RPCRDMA_ERR_AGAIN;
+	}
+	return 0;
+}
+
 /* 0 when nothing is pending that the descriptor would not signal. On a shared queue
  * the endpoint is then armed: a completion another thread drains for it writes its
  * wake_fd. Under sh's lock. */
@@ -501,6 +540,8 @@ static int arm_locked(struct fab_ep *e)
 {
 	struct fid *fids[2] = { e->cq ? &e->cq->fid : NULL, e->eq ? &e->eq->fid : NULL };
 
+	if (e->fp->rdm)
+		return rdm_arm_locked(e);
 	if (e->q.stash.n || !e->ep || e->peer_gone || e->epfd < 0)
 		return -RPCRDMA_ERR_AGAIN;
 	if (fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) != FI_SUCCESS)
@@ -509,33 +550,24 @@ static int arm_locked(struct fab_ep *e)
 	return 0;
 }
 
-/* The owner is awake: a wake-up meant for its sleep is spent. Under sh's lock. */
-static void awake(struct fab_ep *e)
-{
-	uint64_t v;
-
-	e->armed = 0;
-	if (e->signalled && read(e->wake_fd, &v, sizeof(v)) >= 0)
-		e->signalled = 0;
-}
-
 /* Under sh's lock, released while asleep. A shared queue's descriptor is not in epfd
- * (see rpcrdma__fab_ep_fd): it is polled beside it. */
+ * (see rpcrdma__fab_ep_fd): it is polled beside it. 0 after a sleep; arm_locked's error
+ * when it could not sleep. */
 static int fd_wait(struct fab_ep *e, int timeout_ms)
 {
 	struct pollfd p[2] = { { .fd = e->epfd, .events = POLLIN },
 			       { .fd = e->sh ? e->sh->fd : -1, .events = POLLIN } };
-	int n;
+	int n, rc = arm_locked(e);
 
-	if (arm_locked(e))
-		return 0;
+	if (rc)
+		return rc;
 	sh_unlock(e);
 	do
 		n = poll(p, 2, timeout_ms);
 	while (n < 0 && errno == EINTR);
 	sh_lock(e);
 	awake(e);
-	return n > 0 ? 0 : -RPCRDMA_ERR_TIMEDOUT;
+	return 0;
 }
 
 int rpcrdma__fab_arm(struct rpcrdma_ep *base)
@@ -552,7 +584,7 @@ int rpcrdma__fab_arm(struct rpcrdma_ep *base)
 static int wait_locked(struct fab_ep *e, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
-	unsigned spins = 0;
+	unsigned spins = 0, naps = 0;
 
 	for (;;) {
 		rpcrdma__fab_cq_drain(e, NULL);
@@ -567,8 +599,9 @@ static int wait_locked(struct fab_ep *e, int timeout_ms)
 		if (e->epfd >= 0 && ++spins > SPIN_BEFORE_BLOCK) {
 			int64_t left = deadline - rpcrdma__now_ms();
 
-			if (fd_wait(e, left > 100 ? 100 : (int)(left < 0 ? 0 : left)) == 0)
-				continue;
+			if (fd_wait(e, left > 100 ? 100 : (int)(left < 0 ? 0 : left)) ==
+			    -RPCRDMA_ERR_NOPROV)
+				rpcrdma__fab_backoff(&naps);
 		} else if (e->epfd < 0) {
 			rpcrdma__fab_backoff(&spins);
 		}
@@ -708,6 +741,8 @@ static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
 		POST_RETRY(e, rc, budget, fi_write(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));
 	if (rc)
 		return e->ep ? rpcrdma__fab_map_err((int)rc) : -RPCRDMA_ERR_DISCONN;
+	if (opcode != RPCRDMA_OP_RECV)
+		rpcrdma__bell_ring(&e->bell);   /* shm: the peer moves it only while awake */
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 
 #include "prov_int.h"
 #include "prov_opq.h"
+#include "shm_bell.h"
 #include "tcp_reap.h"
 
 #define FAB_VERSION FI_VERSION(1, 17)
@@ -36,7 +37,8 @@
 #define CTRL_MAGIC 0x5252434du
 #define CTRL_NAME_MAX 96
 #define CTRL_F_PID 0x01u           /* the sender's process id follows the header */
-#define CTRL_MAX (12 + CTRL_NAME_MAX + RPCRDMA_PDATA_MAX)
+#define CTRL_F_BELL 0x02u          /* ... then the doorbell page's name (ACCEPT) */
+#define CTRL_MAX (12 + 1 + RPCRDMA__BELL_FILE_MAX + CTRL_NAME_MAX + RPCRDMA_PDATA_MAX)
 #define PEER_CHECK_MS 50           /* how often an emulated connection looks at its peer */
 #define REAP_EVERY_MS 1000         /* how often a tcp listener looks for lost sockets */
 #define CQ_BATCH 16
@@ -126,6 +128,8 @@ struct fab_ep {
 	struct rpcrdma__tcp_pair pair;   /* MSG: its two ends */
 	int pair_known;                  /* ... when libfabric could say them */
 	struct fab_ctrl ctrl;        /* RDM: control receive */
+	struct rpcrdma__bell bell;   /* RDM: what wakes a side that sleeps (shm_bell.c); its
+					rx is in epfd */
 };
 
 struct fab_listener {
@@ -139,6 +143,7 @@ struct fab_listener {
 	struct fab_ep *spare;        /* RDM: made while idle, for the next accept */
 	int lockfd;                  /* RDM: holds the name while we live (shm_life.c) */
 	char name[40];               /* RDM */
+	struct rpcrdma__bell bell;   /* RDM: rung by each client after its CONNREQ; rx in epfd */
 	struct fab_ep *accepted;     /* MSG: live connections it accepted */
 	struct rpcrdma__tcp_reaper reaper;   /* tcp: sockets the provider lost (tcp_reap.c) */
 	int64_t last_reap;
@@ -229,6 +234,7 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 int rpcrdma__fab_rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r);
 int rpcrdma__fab_rdm_prepare(struct rpcrdma_listener *l);
 int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l);
+int rpcrdma__fab_rdm_listener_arm(struct fab_listener *l);
 void rpcrdma__fab_handle_ctrl(struct fab_ep *e, size_t len);
 void rpcrdma__fab_rdm_reject(struct fab_connreq *r, const void *pdata, size_t len);
 void rpcrdma__fab_wd_unwatch(struct fab_ep *e);
@@ -269,6 +275,8 @@ void rpcrdma__fab_remember_accepted(struct fab_listener *l, struct fab_ep *e);
 			rpcrdma__fab_local_leave(e);                                \
 			if ((rc) != -FI_EAGAIN || rpcrdma__now_ms() >= until_)      \
 				break;                                              \
+			rpcrdma__bell_ring(&(e)->bell);   /* shm: room comes from  \
+							     the peer's polling */ \
 			rpcrdma__fab_cq_drain((e), NULL);                           \
 			rpcrdma__fab_backoff(&spins_);                              \
 		}                                                                   \

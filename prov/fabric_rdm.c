@@ -42,18 +42,31 @@ static void wd_check(struct fab_ep *e)
 			peer_dead(e) ? "dead" : "alive");
 }
 
+/* Every WD_EVERY_MS while some call is under way at a look; after a look that found none,
+ * twice as long each time up to WD_IDLE_MS, so that an idle process is not woken 100
+ * times a second. A call stuck meanwhile is found within WD_IDLE_MS of its start, and is
+ * then looked at every WD_EVERY_MS again. */
+#define WD_IDLE_MS 200
+
 static void *watchdog(void *arg)
 {
-	struct timespec ts = { 0, WD_EVERY_MS * 1000000L };
+	long ms = WD_EVERY_MS;
 	struct fab_ep *e;
+	int busy;
 
 	(void)arg;
 	for (;;) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
 		nanosleep(&ts, NULL);
+		busy = 0;
 		pthread_mutex_lock(&wd_lock);
-		for (e = wd_eps; e; e = e->wd_next)
+		for (e = wd_eps; e; e = e->wd_next) {
+			busy |= __atomic_load_n(&e->busy_since, __ATOMIC_ACQUIRE) != 0;
 			wd_check(e);
+		}
 		pthread_mutex_unlock(&wd_lock);
+		ms = busy ? WD_EVERY_MS : (ms * 2 > WD_IDLE_MS ? WD_IDLE_MS : ms * 2);
 	}
 	return NULL;
 }
@@ -150,14 +163,18 @@ struct ctrl_view {
 	size_t name_len;
 	const uint8_t *pdata;
 	size_t pdata_len;
+	const uint8_t *bell;         /* ACCEPT: the doorbell page's name, or NULL */
+	size_t bell_len;
 };
 
 /* magic (4), type, name length, private data length, flags; with CTRL_F_PID the sender's
- * process id (4, big-endian); the name; the private data */
+ * process id (4, big-endian); with CTRL_F_BELL the length (1) and name of the doorbell page
+ * (ACCEPT: shm_bell.c); the name; the private data */
 static size_t ctrl_encode(uint8_t *buf, uint32_t type, const void *name, size_t name_len,
-			  const void *pdata, size_t pdata_len)
+			  const void *pdata, size_t pdata_len, const char *bell, size_t bell_len)
 {
 	uint32_t pid = (uint32_t)getpid();
+	size_t at = 12;
 
 	buf[0] = (uint8_t)(CTRL_MAGIC >> 24);
 	buf[1] = (uint8_t)(CTRL_MAGIC >> 16);
@@ -166,16 +183,21 @@ static size_t ctrl_encode(uint8_t *buf, uint32_t type, const void *name, size_t 
 	buf[4] = (uint8_t)type;
 	buf[5] = (uint8_t)name_len;
 	buf[6] = (uint8_t)pdata_len;
-	buf[7] = CTRL_F_PID;
+	buf[7] = CTRL_F_PID | (bell_len ? CTRL_F_BELL : 0);
 	buf[8] = (uint8_t)(pid >> 24);
 	buf[9] = (uint8_t)(pid >> 16);
 	buf[10] = (uint8_t)(pid >> 8);
 	buf[11] = (uint8_t)pid;
+	if (bell_len) {
+		buf[at++] = (uint8_t)bell_len;
+		memcpy(buf + at, bell, bell_len);
+		at += bell_len;
+	}
 	if (name_len)
-		memcpy(buf + 12, name, name_len);
+		memcpy(buf + at, name, name_len);
 	if (pdata_len)
-		memcpy(buf + 12 + name_len, pdata, pdata_len);
-	return 12 + name_len + pdata_len;
+		memcpy(buf + at + name_len, pdata, pdata_len);
+	return at + name_len + pdata_len;
 }
 
 /* Control messages come from peers we do not trust more than any other: checked. */
@@ -186,14 +208,25 @@ static int ctrl_decode(const uint8_t *buf, size_t len, struct ctrl_view *v)
 		return -1;
 	size_t hdr = buf[7] & CTRL_F_PID ? 12 : 8;
 
+	if (hdr > len)
+		return -1;
+	v->pid = hdr == 12 ? (uint32_t)buf[8] << 24 | (uint32_t)buf[9] << 16 |
+			     (uint32_t)buf[10] << 8 | buf[11] : 0;
+	v->bell = NULL;
+	v->bell_len = 0;
+	if (buf[7] & CTRL_F_BELL) {
+		if (hdr + 1 > len || buf[hdr] == 0 || buf[hdr] >= RPCRDMA__BELL_FILE_MAX)
+			return -1;
+		v->bell_len = buf[hdr];
+		v->bell = buf + hdr + 1;
+		hdr += 1 + v->bell_len;
+	}
 	v->type = buf[4];
 	v->name_len = buf[5];
 	v->pdata_len = buf[6];
 	if (v->name_len > CTRL_NAME_MAX || v->pdata_len > RPCRDMA_PDATA_MAX ||
 	    hdr + v->name_len + v->pdata_len > len)
 		return -1;
-	v->pid = hdr == 12 ? (uint32_t)buf[8] << 24 | (uint32_t)buf[9] << 16 |
-			     (uint32_t)buf[10] << 8 | buf[11] : 0;
 	v->name = buf + hdr;
 	v->pdata = buf + hdr + v->name_len;
 	return 0;
@@ -259,7 +292,9 @@ int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const 
 
 	if (fi_getname(&e->ep->fid, name, &name_len) || name_len > CTRL_NAME_MAX)
 		name_len = 0;
-	len = ctrl_encode(e->ctrl.tx, type, name, name_len, pdata, plen);
+	len = ctrl_encode(e->ctrl.tx, type, name, name_len, pdata, plen,
+			  type == CTRL_ACCEPT ? e->bell.file : "",
+			  type == CTRL_ACCEPT ? strlen(e->bell.file) : 0);
 	for (;;) {
 		if (to == e->peer && rpcrdma__fab_local_enter(e))
 			return -RPCRDMA_ERR_DISCONN;
@@ -271,6 +306,12 @@ int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const 
 			rpcrdma__fab_local_leave(e);
 		if (rc != -FI_EAGAIN || !e->ep || rpcrdma__now_ms() >= deadline)
 			break;
+		/* shm's first send to an endpoint waits for that endpoint to take our name:
+		 * a listener (or a peer) asleep must be woken for it */
+		if (type == CTRL_CONNREQ)
+			rpcrdma__bell_knock(&e->bell);
+		else if (to == e->peer)
+			rpcrdma__bell_ring(&e->bell);
 		if (rpcrdma__proc_gone(pidfd, pid))
 			return -RPCRDMA_ERR_DISCONN;
 		if (ctrl_progress(e, NULL) < 0)
@@ -278,6 +319,13 @@ int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const 
 		rpcrdma__fab_backoff(&spins);
 	}
 	rc = rc == -FI_EAGAIN ? -RPCRDMA_ERR_TIMEDOUT : rpcrdma__fab_map_err(rc);
+	/* the peer may sleep, and shm completes the send only once the peer has taken it:
+	 * ring before waiting (a listener after each CONNREQ; a connection's peer if marked
+	 * asleep, e.g. for a DISCONNECT) */
+	if (!rc && type == CTRL_CONNREQ)
+		rpcrdma__bell_knock(&e->bell);
+	else if (!rc && to == e->peer)
+		rpcrdma__bell_ring(&e->bell);
 	while (!rc && !done && e->ep && rpcrdma__now_ms() < deadline) {
 		done = ctrl_progress(e, &e->ctrl.tx_fctx);
 		if (done < 0)
@@ -347,6 +395,41 @@ static int rdm_listen_on(struct fab_prov *fp, uint16_t p, struct fab_listener *l
 	return rc == -RPCRDMA_ERR_IO ? -RPCRDMA_ERR_ADDR : rc;
 }
 
+/* A doorbell named after `name` and an epoll set over it; the set, or -1 (and no
+ * doorbell) when either cannot be made. */
+static int bell_epoll(struct rpcrdma__bell *b, const void *name, size_t len)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int epfd;
+
+	if (rpcrdma__bell_open(b, name, len))
+		return -1;
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ev.data.fd = b->rx;
+	if (epfd >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, b->rx, &ev) == 0)
+		return epfd;
+	if (epfd >= 0)
+		close(epfd);
+	rpcrdma__bell_close(b);
+	return -1;
+}
+
+/* Clients ring it after posting their CONNREQ (rpcrdma__fab_ctrl_send): the listener's
+ * descriptor (rpcrdma_listener_fd), so that a server with nothing to do sleeps. */
+static void listener_bell(struct fab_listener *l)
+{
+	l->epfd = bell_epoll(&l->bell, l->name, strlen(l->name));
+}
+
+/* 0 when nothing rang since the last look: a CONNREQ is in the listener's queue before
+ * its ring is sent, so a ring read here means one more look. */
+int rpcrdma__fab_rdm_listener_arm(struct fab_listener *l)
+{
+	if (l->epfd < 0)
+		return -RPCRDMA_ERR_NOPROV;
+	return rpcrdma__bell_drain(&l->bell) ? -RPCRDMA_ERR_AGAIN : 0;
+}
+
 int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l)
 {
 	int rc = 0, tries;
@@ -369,6 +452,8 @@ int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_liste
 	rc = ctrl_setup(l->lep);
 	if (!rc)
 		wd_watch_own(l->lep);
+	if (!rc)
+		listener_bell(l);
 	return rc;
 }
 
@@ -418,6 +503,51 @@ int rpcrdma__fab_rdm_get(struct fab_listener *l, int timeout_ms, struct fab_conn
 	return 0;
 }
 
+/* The endpoint's doorbell socket and the epoll set over it (rpcrdma_ep_fd). Without
+ * them the endpoint polls, as it did before there was a doorbell. */
+static void bell_setup(struct fab_ep *e)
+{
+	char name[CTRL_NAME_MAX];
+	size_t len = sizeof(name);
+
+	if (!fi_getname(&e->ep->fid, name, &len))
+		e->epfd = bell_epoll(&e->bell, name, len);
+}
+
+/* The peer process, once known: its end wakes a side asleep (a pidfd is readable then;
+ * without one the endpoint does not sleep, rpcrdma__fab_arm). */
+static void watch_peer(struct fab_ep *e, uint32_t pid)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	e->pidfd = rpcrdma__pid_watch(pid);
+	e->peer_pid = pid;
+	ev.data.fd = e->pidfd;
+	if (e->epfd >= 0 && e->pidfd >= 0)
+		epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->pidfd, &ev);
+}
+
+/* Acceptor: reach the client's doorbell, then make the page ACCEPT names; failing either,
+ * ACCEPT names none and both sides poll. */
+static void bell_offer(struct fab_ep *e, const void *client, size_t len)
+{
+	char page[RPCRDMA__BELL_FILE_MAX];
+
+	if (e->epfd >= 0 && rpcrdma__bell_connect(&e->bell, client, len) == 0)
+		rpcrdma__bell_share(&e->bell, page, sizeof(page));
+}
+
+/* Connector: the page ACCEPT named, and the server's doorbell. */
+static void bell_take(struct fab_ep *e, const struct ctrl_view *v)
+{
+	if (e->epfd < 0 || !v->bell)
+		return;
+	if (rpcrdma__bell_connect(&e->bell, v->name, v->name_len) ||
+	    rpcrdma__bell_join(&e->bell, v->bell, v->bell_len))
+		rpcrdma_log(RPCRDMA_LOG_INFO, "shm: the server's doorbell is out of reach: this "
+			    "connection polls");
+}
+
 static int rdm_new_ep(struct fab_prov *fp, struct fab_ep **out)
 {
 	struct fi_info *info = fi_dupinfo(fp->info);
@@ -429,8 +559,10 @@ static int rdm_new_ep(struct fab_prov *fp, struct fab_ep **out)
 	fi_freeinfo(info);
 	if (!rc)
 		rc = ctrl_setup(*out);
-	if (!rc)
+	if (!rc) {
 		wd_watch_own(*out);
+		bell_setup(*out);
+	}
 	if (rc && *out) {
 		rpcrdma__fab_ep_free(*out);
 		*out = NULL;
@@ -464,12 +596,13 @@ int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len
 	if (!e)
 		rc = rdm_new_ep(r->l->fp, &e);
 	if (!rc) {
-		e->pidfd = rpcrdma__pid_watch(r->pid);
-		e->peer_pid = r->pid;
+		watch_peer(e, r->pid);
 		rc = av_insert_name(e, r->name, r->name_len, &e->peer);
 	}
-	if (!rc)
+	if (!rc) {
 		wd_watch_peer(e, r->name, r->name_len, r->pid);
+		bell_offer(e, r->name, r->name_len);
+	}
 	if (!rc)
 		rc = rpcrdma__fab_ctrl_send(e, e->peer, CTRL_ACCEPT, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
 			       e->pidfd, e->peer_pid);
@@ -514,8 +647,11 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 		return rc;
 	rdm_listener_name(port, name, sizeof(name));
 	rc = av_insert_name(e, name, strlen(name), &listener);
-	if (!rc)
+	if (!rc) {
 		wd_watch_peer(e, name, strlen(name), 0);
+		if (e->epfd >= 0)
+			rpcrdma__bell_connect(&e->bell, name, strlen(name));   /* the listener's */
+	}
 	if (!rc)
 		rc = rpcrdma__fab_ctrl_send(e, listener, CTRL_CONNREQ, pdata, len, timeout_ms < 0 ? 10000 : timeout_ms,
 			       -1, 0);
@@ -532,9 +668,9 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 		return rc;
 	}
 	rpcrdma__fab_copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, v.pdata, v.pdata_len);
-	e->pidfd = rpcrdma__pid_watch(v.pid);
-	e->peer_pid = v.pid;
+	watch_peer(e, v.pid);
 	wd_watch_peer(e, v.name, v.name_len, v.pid);
+	bell_take(e, &v);
 	ctrl_post_recv(e);
 	e->base.connected = 1;
 	*out = e;

@@ -30,6 +30,7 @@ static int fab_listen(struct rpcrdma_prov *p, const char *host, uint16_t port,
 	l->fp = fp;
 	l->lockfd = -1;
 	l->epfd = -1;
+	rpcrdma__bell_init(&l->bell);
 	rc = fp->rdm ? rpcrdma__fab_rdm_listen(fp, port, l) : rpcrdma__fab_msg_listen(fp, host, port, l);
 	if (rc) {
 		rpcrdma__fab_ops.listener_close(&l->base);
@@ -56,6 +57,8 @@ static int fab_listener_arm(struct rpcrdma_listener *base)
 	struct fab_listener *l = (struct fab_listener *)base;
 	struct fid *fids[2] = { l->eq ? &l->eq->fid : NULL, l->sh ? &l->sh->cq->fid : NULL };
 
+	if (l->fp->rdm)
+		return rpcrdma__fab_rdm_listener_arm(l);
 	if (!fids[0])
 		return -RPCRDMA_ERR_NOPROV;
 	return fi_trywait(l->fp->fabric, fids, fids[1] ? 2 : 1) == FI_SUCCESS ? 0
@@ -109,6 +112,7 @@ static void fab_listener_close(struct rpcrdma_listener *base)
 		rpcrdma__fab_ep_free(l->lep);
 	if (l->spare)
 		rpcrdma__fab_ep_free(l->spare);
+	rpcrdma__bell_close(&l->bell);
 	rpcrdma__shm_name_release(l->name, l->lockfd);
 	free(l);
 }

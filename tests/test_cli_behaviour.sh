@@ -199,6 +199,32 @@ for prov in tcp shm; do
 		fail "serve --callback sent other than 20 replies and 20 backward calls: $(cat "$out/cbserve")"
 	spid=
 done
+# over shm too an idle server sleeps, with no connection and with one held idle (the
+# doorbell, prov/shm_bell.c: shm has no descriptor of its own), and answers at once after
+start_server "$out/shmserve" "$BIN" serve --provider shm --listen 127.0.0.1:0
+sleep 1
+w0=$(switches); sleep 2; w1=$(switches)
+echo "idle shm server: $(( (w1 - w0) / 2 )) wakeups/s"
+[ $(( (w1 - w0) / 2 )) -le 50 ] || fail "idle shm server wakes $(( (w1 - w0) / 2 )) times a second"
+"$BIN" ping "127.0.0.1:$port" --provider shm -c 2 -i 3 >"$out/shmping" 2>&1 &
+ppid=$!
+sleep 0.5
+w0=$(switches); sleep 2; w1=$(switches)
+echo "shm server, one idle connection: $(( (w1 - w0) / 2 )) wakeups/s"
+[ $(( (w1 - w0) / 2 )) -le 50 ] || fail "shm server with an idle connection wakes $(( (w1 - w0) / 2 )) times a second"
+wait "$ppid" || fail "ping over shm across an idle second: $(cat "$out/shmping")"
+[ "$(grep -c '^NULL reply' "$out/shmping")" -eq 2 ] || fail "ping over shm: $(cat "$out/shmping")"
+# new clients one after another reach a server that sleeps between them: a lost wake-up
+# would leave each to the server's 1 s timer (shm's first send to an endpoint waits for
+# that endpoint to take the sender's name, so the client rings while it waits)
+"$BIN" perf "127.0.0.1:$port" --provider shm --ops setup --seconds 0.5 --json >"$out/shmsetup" ||
+	fail "perf --ops setup over shm"
+n=$(sed -n 's/.*"op":"setup".*"calls_per_s":\([0-9]*\).*/\1/p' "$out/shmsetup")
+echo "shm clients set up against a sleeping server: $n/s"
+[ "${n:-0}" -ge 20 ] || fail "shm setup against a sleeping server: ${n:-?} clients/s"
+kill -TERM "$spid"
+wait "$spid"
+spid=
 start_server "$out/cbserve" "$BIN" serve --listen 127.0.0.1:0
 "$BIN" ping "127.0.0.1:$port" --callback -c 1 -i 0 >"$out/cbping" 2>&1 &&
 	fail "ping --callback to a serve without --callback succeeded"

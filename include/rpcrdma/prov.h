@@ -150,7 +150,8 @@ RPCRDMA_API int rpcrdma_ep_poll(struct rpcrdma_ep *ep, struct rpcrdma_cqe *out, 
  * (ready) or -RPCRDMA_ERR_TIMEDOUT. Drives progress while it waits. */
 RPCRDMA_API int rpcrdma_ep_wait(struct rpcrdma_ep *ep, int timeout_ms);
 /* A descriptor that becomes readable when the endpoint may have work (-1 if the
- * provider has none: then poll with back-off, as rpcrdma_ep_wait() does). An endpoint
+ * provider has none: then poll with back-off, as rpcrdma_ep_wait() does; shm: its
+ * doorbell, docs/PROVIDERS.md). An endpoint
  * accepted from a libfabric MSG listener (tcp, verbs) shares that listener's completion
  * queue: while the listener is open, its completions wake rpcrdma_listener_fd(), and its
  * own descriptor carries its connection events and completions another thread's poll
@@ -159,7 +160,8 @@ RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
 /* Before sleeping on rpcrdma_ep_fd() (with other descriptors, in one poll/epoll): 0 when
  * it is safe (the descriptor will become readable for any new work), -RPCRDMA_ERR_AGAIN
  * when work is already pending (poll the endpoint first), -RPCRDMA_ERR_NOPROV where the
- * provider has no descriptor. libfabric's fi_trywait, verbs' ibv_req_notify_cq. */
+ * provider has no descriptor (shm: when its doorbell is out of reach). libfabric's
+ * fi_trywait, verbs' ibv_req_notify_cq, shm's doorbell marked. */
 RPCRDMA_API int rpcrdma_ep_arm(struct rpcrdma_ep *ep);
 /* The same for rpcrdma_listener_fd(): new connection requests wake the descriptor, and
  * completions of the endpoints it accepted where they share its queue (rpcrdma_ep_fd). */
