@@ -761,8 +761,8 @@ static void wake_sleepers(struct rdma_clnt *ct)
  * through; efd is drained when it woke us (a descriptor closed meanwhile wakes nothing,
  * so whoever closes it signals efd). *sleepers, if given, counts the thread while it
  * sleeps. Returns 0 once it slept; -RPCRDMA_ERR_AGAIN when work is already there, or
- * -RPCRDMA_ERR_NOPROV when there is nothing to sleep on (shm), without letting go of the
- * lock. Called with the lock held; returns with it held. */
+ * -RPCRDMA_ERR_NOPROV when there is nothing to sleep on (shm without its doorbell),
+ * without letting go of the lock. Called with the lock held; returns with it held. */
 static int sleep_on_ep(struct rdma_clnt *ct, int efd, unsigned *sleepers, int ms)
 {
 	struct pollfd p[2] = { { .fd = ct->ep ? rpcrdma_ep_fd(ct->ep) : -1, .events = POLLIN },
@@ -790,8 +790,8 @@ static int sleep_on_ep(struct rdma_clnt *ct, int efd, unsigned *sleepers, int ms
  * background thread (which runs calls from the server) get it; a thread that is to wait
  * sleeps there, unlocked: a slice when there is no connection; when drive() found
  * nothing (ct->sleep_ms), on the endpoint and on wake_fd, which a thread completing calls
- * meanwhile signals (wake_sleepers). Without a descriptor (shm) it backs off as the
- * server does (yields, then naps). Called with the lock held; returns with it held. */
+ * meanwhile signals (wake_sleepers). Without a descriptor (shm without its doorbell) it
+ * backs off as the server does (yields, then naps). Called with the lock held; returns with it held. */
 static void between_slices(struct rdma_clnt *ct, int none)
 {
 	int ms = ct->sleep_ms, rc;
@@ -815,13 +815,37 @@ static void between_slices(struct rdma_clnt *ct, int none)
 	pthread_mutex_lock(&ct->lock);
 }
 
-/* Feed what the endpoint completed to the engine, waiting up to wait_ms when nothing is
+/* How long a thread with nothing to do sleeps on the endpoint: until the caller's limit,
+ * the engine's next timer or the keepalive's, at most SLEEP_CAP_MS (what else has a
+ * deadline — asynchronous and background calls — is looked at on waking, so it is late by
+ * that much at most). A reply, a completion, a thread finishing calls (wake_sleepers)
+ * wake it before. It slept WAIT_SLICE_MS at a time before: a client waiting for a slow
+ * reply woke ~900 times a second. */
+#define SLEEP_CAP_MS 100
+
+static int sleep_span(const struct rdma_clnt *ct, uint64_t limit, uint64_t due, uint64_t now)
+{
+	uint64_t until = now + SLEEP_CAP_MS;
+
+	if (limit < until)
+		until = limit;
+	if (due < until)
+		until = due;
+	if (ct->ka && ct->ka->deadline < until)
+		until = ct->ka->deadline;
+	else if (!ct->ka && ct->opts.keepalive_ms &&
+		 ct->last_rx + (uint64_t)ct->opts.keepalive_ms < until)
+		until = ct->last_rx + (uint64_t)ct->opts.keepalive_ms;
+	return until > now ? (int)(until - now) : 1;
+}
+
+/* Feed what the endpoint completed to the engine, waiting (wait_ms != 0) when nothing is
  * there; without a connection, make one when calls need it (within limit). Returns 1
  * when there is no connection to wait on. Called with the lock held. */
 static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 {
 	struct rpcrdma_cqe c[32];
-	uint64_t now = rpcrdma__rpc_now();
+	uint64_t now = rpcrdma__rpc_now(), due;
 	int i, n;
 
 	if (!conn_alive(ct)) {
@@ -838,7 +862,7 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	now = rpcrdma__rpc_now();
 	for (i = 0; i < n; i++)
 		rpcrdma_eng_on_cqe(ct->eng, &c[i], now);
-	rpcrdma_eng_tick(ct->eng, now);
+	due = rpcrdma_eng_tick(ct->eng, now);
 	expire_background(ct, now);
 	if (n) {
 		ct->idle = 0;
@@ -857,15 +881,16 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	submit_queued(ct, now);
 	/* an RDMA operation targeting us moves only while we poll: keep polling a while
 	 * before sleeping, unless this thread is on a contended core (rpcrdma__spin_more)
-	 * and can sleep on a descriptor (shm has none: backing off there yields the core to
-	 * whatever holds it for a scheduler slice, worse than polling) */
+	 * and can sleep on a descriptor (shm without its doorbell has none: backing off there
+	 * yields the core to whatever holds it for a scheduler slice, worse than polling) */
 	ct->sleep_ms = 0;
 	if (n)
 		return 0;
 	ct->idle++;
 	if (wait_ms && (ct->idle > SPIN_POLLS ||
 			(rpcrdma_ep_fd(ct->ep) >= 0 && !rpcrdma__spin_more(ct->idle))))
-		ct->sleep_ms = wait_ms;   /* between_slices() sleeps, without the lock */
+		ct->sleep_ms = sleep_span(ct, limit, due, now);   /* between_slices() sleeps,
+								     without the lock */
 	return 0;
 }
 

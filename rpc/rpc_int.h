@@ -136,6 +136,7 @@ int rpcrdma__ids_control(struct rpcrdma__clnt_ids *ids, u_int req, void *info, b
 
 /* Monotonic milliseconds. */
 uint64_t rpcrdma__rpc_now(void);
+uint64_t rpcrdma__rpc_now_us(void);
 
 /* Wait a little for work on a provider endpoint: yield while busy recently, then sleep,
  * growing up to 1 ms. idle counts the empty rounds. */

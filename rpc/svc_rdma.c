@@ -685,8 +685,13 @@ static int accept_one(struct srv *s)
  * connection's descriptor, the listener's and its wake-up eventfd, until one is ready or
  * the next engine deadline, at most SLEEP_MAX_MS (the tcp listener reaps lost sockets
  * about once a second). Yielding instead would hand the core to any busy program for a
- * whole scheduler slice. A provider without descriptors (shm) keeps the old back-off. */
+ * whole scheduler slice. Over shm the descriptors are the connections' doorbells and the
+ * listener's (docs/PROVIDERS.md); without them (the mock) it keeps the old back-off. */
 #define IDLE_SPINS 64
+/* ... and at least this long after the last work: over shm a round is ~0.1 us, 64 of them
+ * end before a client at depth 1 sends its next call, and each call then paid a sleep
+ * and a doorbell ring (NULL over shm ~12% slower). */
+#define IDLE_SPIN_US 100
 #define PREPARE_QUIET_MS 1   /* quiet this long: the listener prepares the next accept */
 #define SLEEP_MAX_MS 1000
 
@@ -816,6 +821,7 @@ static void *progress(void *arg)
 	struct srv *s = arg;
 	unsigned idle = 0, backoff = 0;   /* empty rounds; back-off rounds (no descriptor) */
 	uint64_t quiet_since = 0;         /* of the current empty rounds */
+	uint64_t work_us = 0;             /* the last round that found work */
 	bool trim = false;
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
@@ -832,9 +838,10 @@ static void *progress(void *arg)
 		}
 		trim |= reap(s) > 0;
 		/* an empty round: poll again a while, unless this core is contended and the
-		 * thread can sleep on descriptors (no epoll set on shm: see the client's
-		 * drive()) */
-		spin = !work && !ready && idle < IDLE_SPINS &&
+		 * thread can sleep on descriptors (no epoll set where the listener has none:
+		 * see the client's drive()) */
+		spin = !work && !ready &&
+		       (idle < IDLE_SPINS || rpcrdma__rpc_now_us() - work_us < IDLE_SPIN_US) &&
 		       (s->epfd < 0 || rpcrdma__spin_more(idle + 1));
 		if (!work && !ready && !spin) {
 			prepare_accept(s, &quiet_since);
@@ -850,10 +857,11 @@ static void *progress(void *arg)
 		if (work || ready) {
 			idle = backoff = 0;
 			quiet_since = 0;
+			work_us = rpcrdma__rpc_now_us();
 		} else if (sleep && !trim) {
 			sleep_until(s, s->next_due);
 			idle = backoff = 0;
-		} else if (++idle > IDLE_SPINS || !spin) {
+		} else if (++idle, !spin || (s->epfd < 0 && idle > IDLE_SPINS)) {
 			rpcrdma__idle_backoff(&backoff);   /* its quiet time starts at backoff 0 */
 		}
 	}
@@ -1044,7 +1052,7 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->wake_fd < 0 || s->epfd < 0 || !watch_fd(s, s->wake_fd) ||
 	    !watch_fd(s, rpcrdma_listener_fd(s->l))) {
-		/* no sleeping then: the thread polls with back-off, as over shm */
+		/* no sleeping then: the thread polls with back-off */
 		if (s->epfd >= 0)
 			close(s->epfd);
 		s->epfd = -1;

@@ -392,6 +392,14 @@ uint64_t rpcrdma__rpc_now(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t rpcrdma__rpc_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* ---- spin or sleep ----
  * A poll that finds nothing is repeated, up to a limit, before the thread sleeps: on a
  * quiet host the reply arrives while we poll and the wake-up is saved. On a busy one every
@@ -403,8 +411,10 @@ uint64_t rpcrdma__rpc_now(void)
  * exceeds SPIN_PSI_PCT (measured here: 0% most of the time on a quiet host, with single
  * spikes to 41%; 30-80% with one core busy); or, where the kernel has no PSI, this thread
  * was preempted while it spun (its involuntary context switches grew; the scheduler may
- * let a spinner run for milliseconds first). Then the thread sleeps at once for
- * SPIN_CALM_MS; after that it spins again unless the pressure stayed high meanwhile. */
+ * let a spinner run for milliseconds first; where PSI exists a single preemption is no
+ * sign: two threads spinning on a 2-core host are preempted now and then, and sleeping
+ * 250 ms at a time for it cost NULL calls over shm 12-50%). Then the thread sleeps at once
+ * for SPIN_CALM_MS; after that it spins again unless the pressure stayed high meanwhile. */
 #define SPIN_LOOK_EVERY 32   /* polls between looks at the switch count */
 #define SPIN_PSI_EVERY_MS 10
 #define SPIN_PSI_PCT 30
@@ -511,6 +521,11 @@ bool rpcrdma__spin_more(unsigned polls)
 	if (++st.since_look < SPIN_LOOK_EVERY)
 		return true;
 	st.since_look = 0;
+	if (st.psi_us) {   /* the kernel tells the pressure: preemptions are not the sign */
+		uint64_t now = rpcrdma__rpc_now();
+
+		return !pressure_high(&st, now) || go_calm(&st, now);
+	}
 	now_sw = involuntary_switches();
 	return now_sw == st.nivcsw || go_calm(&st, rpcrdma__rpc_now());
 }

@@ -8,6 +8,7 @@
  * Prints a line per outcome (compared across transports by the test script) and
  * "N passed, N failed". */
 #define _GNU_SOURCE   /* memmem */
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -569,6 +570,79 @@ static void test_async(CLIENT *cl)
 	printf("%s async: %d calls in flight from one thread\n", mode, N);
 }
 
+/* Context switches of all this process's threads so far. */
+static long ctxt_switches(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	char path[300], line[256];
+	long n = 0, v;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
+			    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1)
+				n += v;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+static void sleep_done(void *ctx, enum clnt_stat st)
+{
+	*(enum clnt_stat *)ctx = st;
+}
+
+/* A client waiting for a slow reply sleeps in the kernel rather than polling, and wakes
+ * for the server's RDMA Write of a result and its Send (shm: the doorbell, docs/PROVIDERS.md;
+ * tcp: the provider's descriptor). 400 ms asleep at the server, then a 1 MiB echo: a
+ * client that polled or napped would switch thousands of times (shm's old back-off: a
+ * 20 us nap after 100 ms of yielding). */
+static void test_sleeps_while_waiting(CLIENT *cl)
+{
+	struct acall c = { 0 };
+	enum clnt_stat sst = RPC_FAILED;
+	u_int ms = 400;
+	struct timespec t0, t1;
+	long s0, s1;
+	double secs;
+
+	c.a.seed = 77;
+	c.a.reply_len = ~0u;
+	c.a.data.rt_data_len = 1u << 20;
+	c.a.data.rt_data_val = malloc(c.a.data.rt_data_len);
+	rt_fill(c.a.data.rt_data_val, c.a.seed, c.a.data.rt_data_len);
+	s0 = ctxt_switches();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(rpcrdma_clnt_call_async(cl, RT_SLEEP, (xdrproc_t)xdr_u_int, &ms,
+				      (xdrproc_t)(void (*)(void))xdr_void, NULL, sleep_done,
+				      &sst) == 0);
+	CHECK(rpcrdma_clnt_call_async(cl, RT_ECHO, (xdrproc_t)xdr_rt_echo_args, &c.a,
+				      (xdrproc_t)xdr_rt_data, &c.r, async_done, &c) == 0);
+	CHECK(rpcrdma_clnt_progress(cl, 10000) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s1 = ctxt_switches();
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK(sst == RPC_SUCCESS && c.done && c.ok);
+	CHECK(secs >= 0.4);
+	CHECK(s0 >= 0 && s1 - s0 < 200);
+	printf("%s waiting %.0f ms for a slow reply: %ld context switches\n", mode, secs * 1000,
+	       s1 - s0);
+	free(c.a.data.rt_data_val);
+	xdr_free((xdrproc_t)xdr_rt_data, (char *)&c.r);
+}
+
 static void test_ccp(const char *t, const char *host, unsigned port)
 {
 	struct rpcrdma_ccp_res r;
@@ -814,8 +888,10 @@ int main(int argc, char **argv)
 		test_reply_too_long_foreign(t, host, port, cl);
 	} else {
 		test_sizes(cl);
-		if (is_rdma(t))
+		if (is_rdma(t)) {
 			test_placement(cl);
+			test_sleeps_while_waiting(cl);
+		}
 		test_auth(cl, t);
 		test_auth_ownership(t, host, port);
 		if (is_rdma(t))
