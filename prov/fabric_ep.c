@@ -519,7 +519,7 @@ static int rdm_arm_locked(struct fab_ep *e)
 	if (e->epfd < 0 || e->pidfd < 0)
 		return -RPCRDMA_ERR_NOPROV;
 	if (e->q.stash.n || !e->ep || e->peer_gone)
-		return -RPCRDMA_ERR_AGAIN;
+		return -RPCRDMA_ERR_AGAIN;   /* nothing to mark: work, or no connection */
 	if (rpcrdma__bell_arm(&e->bell))
 		return -RPCRDMA_ERR_NOPROV;
 	e->armed = 1;

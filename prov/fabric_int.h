@@ -102,7 +102,8 @@ struct fab_ep {
 	struct fab_shcq *sh;         /* MSG, accepted: the listener's completion queue */
 	int wake_fd;                 /* with sh: an eventfd in epfd, for completions another
 					thread drained while this endpoint was armed; or -1 */
-	int armed;                   /* with sh: its owner may sleep on epfd; under sh->lock */
+	int armed;                   /* with sh: its owner may sleep on epfd; under sh->lock.
+					RDM: marked asleep in the doorbell's page */
 	int signalled;               /* with sh: wake_fd was written; under sh->lock */
 	struct fid_eq *eq;           /* MSG */
 	struct fid_av *av;           /* RDM */

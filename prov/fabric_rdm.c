@@ -277,6 +277,18 @@ static int ctrl_progress(struct fab_ep *e, const void *want)
 	return 0;
 }
 
+/* The receiver of a control message may sleep, and shm takes a send (a first send to an
+ * endpoint: not even the post) only once the receiver has polled: rung after the post and
+ * while it waits. A listener has no page to say whether it sleeps: knocked each time; a
+ * connection's peer only if marked asleep (shm_bell.c). */
+static void ctrl_wake(struct fab_ep *e, fi_addr_t to, uint32_t type)
+{
+	if (type == CTRL_CONNREQ)
+		rpcrdma__bell_knock(&e->bell);
+	else if (to == e->peer)
+		rpcrdma__bell_ring(&e->bell);
+}
+
 /* Send one control message and wait (bounded) for it to leave; other completions met
  * meanwhile are handled as usual. A peer that ends meanwhile (pidfd and pid watch it,
  * rpcrdma__proc_gone) ends the wait: a dead peer's queue stays full, and nobody else may
@@ -306,12 +318,7 @@ int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const 
 			rpcrdma__fab_local_leave(e);
 		if (rc != -FI_EAGAIN || !e->ep || rpcrdma__now_ms() >= deadline)
 			break;
-		/* shm's first send to an endpoint waits for that endpoint to take our name:
-		 * a listener (or a peer) asleep must be woken for it */
-		if (type == CTRL_CONNREQ)
-			rpcrdma__bell_knock(&e->bell);
-		else if (to == e->peer)
-			rpcrdma__bell_ring(&e->bell);
+		ctrl_wake(e, to, type);
 		if (rpcrdma__proc_gone(pidfd, pid))
 			return -RPCRDMA_ERR_DISCONN;
 		if (ctrl_progress(e, NULL) < 0)
@@ -319,13 +326,8 @@ int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const 
 		rpcrdma__fab_backoff(&spins);
 	}
 	rc = rc == -FI_EAGAIN ? -RPCRDMA_ERR_TIMEDOUT : rpcrdma__fab_map_err(rc);
-	/* the peer may sleep, and shm completes the send only once the peer has taken it:
-	 * ring before waiting (a listener after each CONNREQ; a connection's peer if marked
-	 * asleep, e.g. for a DISCONNECT) */
-	if (!rc && type == CTRL_CONNREQ)
-		rpcrdma__bell_knock(&e->bell);
-	else if (!rc && to == e->peer)
-		rpcrdma__bell_ring(&e->bell);
+	if (!rc)
+		ctrl_wake(e, to, type);
 	while (!rc && !done && e->ep && rpcrdma__now_ms() < deadline) {
 		done = ctrl_progress(e, &e->ctrl.tx_fctx);
 		if (done < 0)
@@ -421,8 +423,8 @@ static void listener_bell(struct fab_listener *l)
 	l->epfd = bell_epoll(&l->bell, l->name, strlen(l->name));
 }
 
-/* 0 when nothing rang since the last look: a CONNREQ is in the listener's queue before
- * its ring is sent, so a ring read here means one more look. */
+/* 0 when nothing rang since the last look: a client knocks after its CONNREQ is in the
+ * listener's queue (and while its post waits), so a knock read here means one more look. */
 int rpcrdma__fab_rdm_listener_arm(struct fab_listener *l)
 {
 	if (l->epfd < 0)

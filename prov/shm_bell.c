@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -117,6 +118,16 @@ static struct rpcrdma__bell_page *map_fd(int fd)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* The name comes from the peer: only a page of ours of the right size is mapped (a shorter
+ * file would fault on the first touch), and only that is unlinked. */
+static int is_page(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	       st.st_size == BELL_PAGE;
+}
+
 int rpcrdma__bell_share(struct rpcrdma__bell *b, char *name, size_t cap)
 {
 	static unsigned serial;
@@ -163,16 +174,15 @@ int rpcrdma__bell_join(struct rpcrdma__bell *b, const void *name, size_t len)
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -1;
-	b->pg = map_fd(fd);
+	b->pg = is_page(fd) ? map_fd(fd) : NULL;
 	close(fd);
-	unlink(path);   /* mapped on both sides: the name has done its work */
-	if (!b->pg)
-		return -1;
-	if (__atomic_load_n(&b->pg->magic, __ATOMIC_ACQUIRE) != BELL_MAGIC) {
+	if (b->pg && __atomic_load_n(&b->pg->magic, __ATOMIC_ACQUIRE) != BELL_MAGIC) {
 		munmap(b->pg, BELL_PAGE);
 		b->pg = NULL;
-		return -1;
 	}
+	if (!b->pg)
+		return -1;   /* not a doorbell's page: left as it is */
+	unlink(path);   /* mapped on both sides: the name has done its work */
 	b->side = 1;
 	__atomic_store_n(&b->pg->ringable[1], 1, __ATOMIC_RELEASE);
 	return 0;
@@ -180,9 +190,7 @@ int rpcrdma__bell_join(struct rpcrdma__bell *b, const void *name, size_t len)
 
 int rpcrdma__bell_arm(struct rpcrdma__bell *b)
 {
-	if (!b->pg || b->rx < 0 || b->tx < 0 ||
-	    !__atomic_load_n(&b->pg->ringable[!b->side], __ATOMIC_ACQUIRE) ||
-	    !__atomic_load_n(&b->pg->ringable[b->side], __ATOMIC_ACQUIRE))
+	if (!b->pg || b->rx < 0 || !__atomic_load_n(&b->pg->ringable[!b->side], __ATOMIC_ACQUIRE))
 		return -1;
 	__atomic_store_n(&b->pg->asleep[b->side], 1, __ATOMIC_SEQ_CST);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -791,7 +791,8 @@ static int sleep_on_ep(struct rdma_clnt *ct, int efd, unsigned *sleepers, int ms
  * sleeps there, unlocked: a slice when there is no connection; when drive() found
  * nothing (ct->sleep_ms), on the endpoint and on wake_fd, which a thread completing calls
  * meanwhile signals (wake_sleepers). Without a descriptor (shm without its doorbell) it
- * backs off as the server does (yields, then naps). Called with the lock held; returns with it held. */
+ * backs off as the server does (yields, then naps). Called with the lock held; returns
+ * with it held. */
 static void between_slices(struct rdma_clnt *ct, int none)
 {
 	int ms = ct->sleep_ms, rc;

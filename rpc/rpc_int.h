@@ -134,7 +134,7 @@ enum clnt_stat rpcrdma__reply_take(XDR *x, AUTH *auth, xdrproc_t xres, void *res
 /* 1 when req is one of these (*ok: the answer), 0 otherwise. */
 int rpcrdma__ids_control(struct rpcrdma__clnt_ids *ids, u_int req, void *info, bool_t *ok);
 
-/* Monotonic milliseconds. */
+/* Monotonic milliseconds, microseconds. */
 uint64_t rpcrdma__rpc_now(void);
 uint64_t rpcrdma__rpc_now_us(void);
 

@@ -861,8 +861,11 @@ static void *progress(void *arg)
 		} else if (sleep && !trim) {
 			sleep_until(s, s->next_due);
 			idle = backoff = 0;
-		} else if (++idle, !spin || (s->epfd < 0 && idle > IDLE_SPINS)) {
-			rpcrdma__idle_backoff(&backoff);   /* its quiet time starts at backoff 0 */
+		} else {
+			idle++;
+			/* without descriptors the spin ends after IDLE_SPINS rounds, in back-off */
+			if (!spin || (s->epfd < 0 && idle > IDLE_SPINS))
+				rpcrdma__idle_backoff(&backoff);   /* quiet time starts at 0 */
 		}
 	}
 	return NULL;

@@ -384,20 +384,17 @@ bool rpcrdma__rpc_give_back_memory(void)
 	return true;
 }
 
-uint64_t rpcrdma__rpc_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 uint64_t rpcrdma__rpc_now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t rpcrdma__rpc_now(void)
+{
+	return rpcrdma__rpc_now_us() / 1000u;
 }
 
 /* ---- spin or sleep ----
@@ -502,17 +499,17 @@ static bool go_calm(struct spin_state *st, uint64_t now)
 bool rpcrdma__spin_more(unsigned polls)
 {
 	static __thread struct spin_state st;
-	long now_sw;
+	uint64_t now;
 
 	if (polls <= 1) {
-		uint64_t now = rpcrdma__rpc_now();
-
+		now = rpcrdma__rpc_now();
 		if (now < st.calm_until)
 			return false;
 		if (pressure_high(&st, now))
 			return go_calm(&st, now);
 		st.calm_until = 0;
-		st.nivcsw = involuntary_switches();
+		if (!st.psi_us)   /* no PSI: a preemption is the sign */
+			st.nivcsw = involuntary_switches();
 		st.since_look = 0;
 		return true;
 	}
@@ -521,13 +518,10 @@ bool rpcrdma__spin_more(unsigned polls)
 	if (++st.since_look < SPIN_LOOK_EVERY)
 		return true;
 	st.since_look = 0;
-	if (st.psi_us) {   /* the kernel tells the pressure: preemptions are not the sign */
-		uint64_t now = rpcrdma__rpc_now();
-
-		return !pressure_high(&st, now) || go_calm(&st, now);
-	}
-	now_sw = involuntary_switches();
-	return now_sw == st.nivcsw || go_calm(&st, rpcrdma__rpc_now());
+	now = rpcrdma__rpc_now();
+	if (st.psi_us ? pressure_high(&st, now) : involuntary_switches() != st.nivcsw)
+		return go_calm(&st, now);
+	return true;
 }
 
 /* Idle rounds are counted in time: yielding for the first 200 ms of quiet (a peer in

@@ -115,8 +115,10 @@ static void unjoined_page_removed(void)
 	rpcrdma__bell_close(&b);
 }
 
-/* Out of reach: nobody bound the peer's name, so no page is offered and nobody sleeps;
- * a page that is not a doorbell's is refused; a name with a slash is not looked up. */
+/* Out of reach: nobody bound the peer's name, so no page is offered and nobody sleeps.
+ * The page's name comes from the peer: a file that is not a doorbell's page (zeros; empty,
+ * which would fault when touched) is refused and left where it is; a name with a slash is
+ * not looked up. */
 static void out_of_reach_polls(void)
 {
 	struct rpcrdma__bell a, b;
@@ -141,6 +143,13 @@ static void out_of_reach_polls(void)
 	CHECK_EQ_I(rpcrdma__bell_connect(&b, name_a, strlen(name_a)), 0);
 	CHECK_EQ_I(rpcrdma__bell_join(&b, page, strlen(page)), -1);
 	CHECK_EQ_I(rpcrdma__bell_arm(&b), -1);
+	CHECK(file_exists(page));
+	fd = open(path, O_RDWR | O_TRUNC);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	CHECK_EQ_I(rpcrdma__bell_join(&b, page, strlen(page)), -1);
+	CHECK(file_exists(page));
 	CHECK_EQ_I(rpcrdma__bell_join(&b, "../etc/passwd", 13), -1);
 	unlink(path);
 	rpcrdma__bell_close(&a);
