@@ -81,10 +81,15 @@ struct rpcrdma_ep {
  * never one of the last RPCRDMA_KEY_QUARANTINE released, so a stale reference from a
  * peer cannot reach a new registration soon after. */
 #define RPCRDMA_KEY_QUARANTINE 1024
+/* Random values are fetched this many at a time: one getrandom() per registration was a
+ * system call per RPC on each side. */
+#define RPCRDMA_KEY_BATCH 64
 struct rpcrdma__keys {
 	pthread_mutex_t lock;
 	uint32_t recent[RPCRDMA_KEY_QUARANTINE];
 	uint32_t next;
+	uint32_t fresh[RPCRDMA_KEY_BATCH];   /* from getrandom(), not yet used */
+	uint32_t nfresh;
 };
 void rpcrdma__keys_init(struct rpcrdma__keys *k);
 uint32_t rpcrdma__key_new(struct rpcrdma__keys *k);

@@ -32,14 +32,24 @@ static int key_is_recent(const struct rpcrdma__keys *k, uint32_t key)
 	return 0;
 }
 
+/* The kernel's random bytes, a batch at a time; the clock only if it has none to give. */
+static uint32_t random_key(struct rpcrdma__keys *k)
+{
+	if (!k->nfresh &&
+	    getrandom(k->fresh, sizeof(k->fresh), 0) == (ssize_t)sizeof(k->fresh))
+		k->nfresh = RPCRDMA_KEY_BATCH;
+	if (!k->nfresh)
+		return (uint32_t)rpcrdma__now_ms() * 2654435761u;
+	return k->fresh[--k->nfresh];
+}
+
 uint32_t rpcrdma__key_new(struct rpcrdma__keys *k)
 {
 	uint32_t key;
 
 	pthread_mutex_lock(&k->lock);
 	do {
-		if (getrandom(&key, sizeof(key), 0) != sizeof(key))
-			key = (uint32_t)rpcrdma__now_ms() * 2654435761u;
+		key = random_key(k);
 	} while (key == 0 || key_is_recent(k, key));
 	pthread_mutex_unlock(&k->lock);
 	return key;
