@@ -263,6 +263,7 @@ static void fill_caps(struct rpcrdma_prov_caps *c, const struct fi_info *i, int 
 	c->write_send_ordered = !!(i->tx_attr->msg_order & FI_ORDER_SAW);
 	/* shm moves RMA data with cross-memory attach and checks neither key nor range */
 	c->enforces_access = strcmp(c->name, "shm") != 0;
+	c->rma_by_copy = !strcmp(c->name, "tcp") || !strcmp(c->name, "sockets");
 	c->iov_limit = (uint32_t)i->tx_attr->iov_limit;
 	c->rma_iov_limit = (uint32_t)i->tx_attr->rma_iov_limit;
 	c->tx_depth = (uint32_t)(i->tx_attr->size < DEPTH_CAP ? i->tx_attr->size : DEPTH_CAP);

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -73,9 +74,12 @@ struct srv {
 	pthread_mutex_t lock;
 	pthread_t thread;
 	int stop;
+	pthread_cond_t reply_cv;         /* a reply a dispatcher waits for is done */
+	int reply_waiters;               /* dispatchers waiting in svc_sendreply() */
 	int epfd;                        /* the progress thread sleeps here when idle */
 	int wake_fd;                     /* an eventfd in it: stop, a connection destroyed */
 	uint64_t next_due;               /* earliest engine deadline of this round */
+	uint32_t lend_min;               /* results this long are written from where they are */
 	struct sconn *conns;
 	struct srv *next;
 };
@@ -137,18 +141,31 @@ struct reply_ctx {
 	uint8_t *flat;
 	size_t cap;
 	struct srv *srv;
+	uint32_t lent;     /* items left in the dispatcher's memory (bit i: item i) */
+	int waiter;        /* svc_sendreply() waits for it: reply_done marks, it frees */
+	int done, status;
 };
+
+static void reply_free(struct reply_ctx *x)
+{
+	rpcrdma__bufcache_put(&x->srv->cache, x->flat, x->cap);
+	free(x);
+}
 
 static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
 {
 	struct reply_ctx *x = rpcrdma_eng_req_user(r);
 
 	(void)ctx;
-	(void)status;
-	if (x) {
-		rpcrdma__bufcache_put(&x->srv->cache, x->flat, x->cap);
-		free(x);
+	if (!x)
+		return;
+	if (!x->waiter) {
+		reply_free(x);
+		return;
 	}
+	x->done = 1;
+	x->status = status;
+	pthread_cond_broadcast(&x->srv->reply_cv);
 }
 
 static void conn_log(struct sconn *c, int level, const char *what, const char *why);
@@ -185,25 +202,64 @@ static void on_fatal(void *ctx, int reason)
 
 /* ---- replies ---- */
 
+/* DDP results at least this long are written from the dispatcher's own memory and
+ * svc_sendreply() returns once the RDMA Writes are done (the dispatcher may free its
+ * results as soon as it returns); shorter ones are copied, which costs less than the wait.
+ * Over shm a 1 MiB READ spent ~40% of the server's time in that copy (docs/BENCHMARKS.md).
+ * Never over a provider that copies RMA data into a socket itself (caps.rma_by_copy, tcp):
+ * there each wait costs system calls that a batch of copied replies shares; nor while the
+ * core is contended (items_to_lend). */
+#define LEND_MIN (16u * 1024u)
+#define LEND_SLEEP_MS 10   /* a waiting dispatcher looks at the listener's state this often */
+
+static uint32_t lend_min(const struct rpcrdma_prov_caps *caps)
+{
+	return caps->rma_by_copy ? UINT32_MAX : LEND_MIN;
+}
+
+/* The items that go into the client's write chunks from where they are: long enough, and
+ * a chunk that holds them (RFC 5666 §3.4: item i into write chunk i). Never an item the
+ * engine would offer as a read chunk: its memory would wait for the client's RDMA_DONE. */
+static uint32_t items_to_lend(const struct srv *s, const struct rpcrdma_eng_req *er,
+			      const struct rpcrdma__xdr *enc)
+{
+	uint32_t i, mask = 0;
+
+	for (i = 0; i < enc->nitems; i++)
+		if (enc->items[i].len >= s->lend_min &&
+		    enc->items[i].len <= rpcrdma_eng_req_write_cap(er, i))
+			mask |= 1u << i;
+	/* the wait is cheap while this thread may spin through it; on a contended core each
+	 * one hands the core away and the replies behind it wait in turn: copy then */
+	if (mask && !rpcrdma__spin_more(1))
+		mask = 0;
+	return mask;
+}
+
 /* The reply as one buffer the engine owns until reply_done: the stream, then each DDP
- * item (the dispatcher's memory may be freed as soon as svc_sendreply() returns). */
-static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma__xdr *enc)
+ * item not lent (the dispatcher's memory may be freed as soon as svc_sendreply() returns
+ * unless it waits). */
+static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma__xdr *enc, uint32_t lent)
 {
 	struct reply_ctx *x = calloc(1, sizeof(*x));
 	uint32_t pos = XDR_GETPOS((XDR *)&enc->x), i;
 	uint64_t total = pos, at;
 
 	for (i = 0; i < enc->nitems; i++)
-		total += enc->items[i].len;
+		if (!(lent & (1u << i)))
+			total += enc->items[i].len;
 	if (!x || !(x->flat = rpcrdma__bufcache_get(&s->cache, total, &x->cap))) {
 		free(x);
 		return NULL;
 	}
 	x->srv = s;
+	x->lent = lent;
 	memcpy(x->flat, enc->buf, pos);
 	at = pos;
 	for (i = 0; i < enc->nitems; i++) {
 		x->items[i] = enc->items[i];
+		if (lent & (1u << i))
+			continue;
 		if (enc->items[i].len)
 			memcpy(x->flat + at, enc->items[i].data, enc->items[i].len);
 		x->items[i].data = x->flat + at;
@@ -223,6 +279,78 @@ static bool_t wrap_results(struct sconn *c, XDR *x, xdrproc_t xres, void *where)
 	return xres(x, where);
 }
 
+static int poll_conn(struct sconn *c);
+
+/* Inline dispatch: the progress thread is the one waiting, so it drives this connection
+ * (alone) until the reply is done, sleeping when it may on the connection's descriptor
+ * and the listener's (which carries the completions of the connections sharing its
+ * queue). Under the srv lock. */
+static void drive_until_done(struct sconn *c, struct reply_ctx *x)
+{
+	struct srv *s = c->srv;
+	unsigned idle = 0, backoff = 0;
+	bool armed;
+
+	while (!x->done && !c->dead && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+		struct pollfd p[2] = { { .fd = rpcrdma_ep_fd(c->ep), .events = POLLIN },
+				       { .fd = rpcrdma_listener_fd(s->l), .events = POLLIN } };
+
+		if (poll_conn(c)) {
+			idle = backoff = 0;
+			continue;
+		}
+		if (rpcrdma__spin_more(++idle))
+			continue;
+		armed = p[0].fd >= 0 && !rpcrdma_ep_arm(c->ep) && !rpcrdma_listener_arm(s->l);
+		pthread_mutex_unlock(&s->lock);
+		if (armed)
+			(void)poll(p, 2, LEND_SLEEP_MS);
+		else
+			rpcrdma__idle_backoff(&backoff);
+		pthread_mutex_lock(&s->lock);
+	}
+}
+
+/* Another thread dispatches: the progress thread completes the reply and wakes it. */
+static void sleep_until_done(struct sconn *c, struct reply_ctx *x)
+{
+	struct srv *s = c->srv;
+	struct timespec ts;
+
+	while (!x->done && !c->dead && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += LEND_SLEEP_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&s->reply_cv, &s->lock, &ts);
+	}
+}
+
+/* svc_sendreply() with lent items returns once the engine is done with them (RFC 5666
+ * §3.4: the Writes completed, or the connection is gone: fail_all finished the reply before
+ * on_fatal marked it dead). 1 when the reply went. If the listener stops first, the reply
+ * is left to the engine, which frees it. Under the srv lock. */
+static int wait_reply(struct sconn *c, struct reply_ctx *x)
+{
+	struct srv *s = c->srv;
+	int ok;
+
+	s->reply_waiters++;
+	if (pthread_equal(pthread_self(), s->thread))
+		drive_until_done(c, x);
+	else
+		sleep_until_done(c, x);
+	s->reply_waiters--;
+	pthread_cond_broadcast(&s->reply_cv);   /* lst_destroy() waits for the last one */
+	if (!x->done) {
+		x->waiter = 0;
+		return 0;
+	}
+	ok = x->status == 0;
+	reply_free(x);
+	return ok;
+}
+
 /* Encode msg (results marked by a binding become DDP items) and give it to the engine.
  * Called with the srv lock held. */
 static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
@@ -239,7 +367,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	size_t bcap;
 	uint8_t *buf;
 	bool_t ok;
-	int rc;
+	int rc, wait;
 
 	if (!er)
 		return FALSE;
@@ -265,19 +393,25 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	rpcrdma__xdr_leave();
 	if (saved)
 		msg->acpted_rply.ar_results.proc = saved;
-	x = ok ? own_reply(c->srv, &enc) : NULL;
+	x = ok ? own_reply(c->srv, &enc, items_to_lend(c->srv, er, &enc)) : NULL;
 	rpcrdma__bufcache_put(&c->srv->cache, buf, bcap);
 	if (!x) {
 		rpcrdma_eng_req_drop(c->eng, er);
 		return FALSE;
 	}
+	/* unless it waits, x may be freed by reply_done before rpcrdma_eng_reply() returns */
+	wait = x->waiter = x->lent != 0;
 	rpcrdma_eng_req_set_user(er, x);
 	rc = rpcrdma_eng_reply(c->eng, er, &x->a, rpcrdma__rpc_now());
 	if (rc == -RPCRDMA_ERR_INVAL) {
 		/* refused before anything happened: no reply_done will come */
+		x->waiter = 0;
 		on_reply_done(NULL, er, rc);
 		rpcrdma_eng_req_drop(c->eng, er);
+		return FALSE;
 	}
+	if (wait && !wait_reply(c, x))
+		return FALSE;
 	return rc == 0;
 }
 
@@ -926,6 +1060,13 @@ static void lst_destroy(SVCXPRT *xprt)
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
 	srv_wake(s);
 	pthread_join(s->thread, NULL);
+	/* a dispatcher waiting for a reply sees the stop and leaves it to the engine */
+	pthread_mutex_lock(&s->lock);
+	while (s->reply_waiters) {
+		pthread_cond_broadcast(&s->reply_cv);
+		pthread_cond_wait(&s->reply_cv, &s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
 	while ((c = s->conns) != NULL) {
 		s->conns = c->next;
 		if (!c->destroyed)
@@ -942,6 +1083,7 @@ static void lst_destroy(SVCXPRT *xprt)
 	close(xprt->xp_fd);
 	close(s->wake_fd);
 	close(s->epfd);
+	pthread_cond_destroy(&s->reply_cv);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -1029,6 +1171,7 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 	svc_defaults(&s->opts, opts);
 	rpcrdma_credit_pool_init(&s->pool, s->opts.recv_budget);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->reply_cv, NULL);
 	port = listen_port(opts);
 	if (port < 0) {
 		rpcrdma__create_err("port %u is not a port (0..65535, or RPCRDMA_PORT_ANY)",
@@ -1060,6 +1203,7 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 			close(s->epfd);
 		s->epfd = -1;
 	}
+	s->lend_min = lend_min(rpcrdma_prov_caps(s->p));
 	s->xprt.xp_port = rpcrdma_listener_port(s->l);
 	s->xprt.xp_ops = &lst_ops;
 	s->xprt.xp_ops2 = &conn_ops2;
@@ -1092,6 +1236,7 @@ out_listen:
 out_prov:
 	rpcrdma_prov_close(s->p);
 out_free:
+	pthread_cond_destroy(&s->reply_cv);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return NULL;

@@ -73,7 +73,11 @@ struct rpcrdma_prov_caps {
 	uint32_t has_fd;          /* rpcrdma_ep_fd() gives a pollable descriptor */
 	size_t inject_size;
 	size_t max_msg_size;
-	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
+	uint32_t rma_by_copy;       /* 1: RMA data goes through a socket the CPU copies into
+				     * (libfabric tcp): a copy of ours costs less than waiting
+				     * for the completion of a Write from the caller's memory */
+	uint32_t reserved32;
+	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
 };
 
 /* ---- provider ---- */

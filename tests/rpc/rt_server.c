@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The RPC layer's test server: RT_PROG over RDMA (libfabric tcp with CONF_RDMA answered,
  * shm without) and over plain TCP, dispatched by svc_run() or by rpcrdma_svc_run() workers.
- * Usage: rt_server svc_run|workers [nobinding]. Prints "listening RDMA_TCP SHM TCP". */
+ * inline: RDMA requests dispatched on the listeners' progress threads, TCP by svc_run().
+ * Usage: rt_server svc_run|workers|inline [nobinding]. Prints "listening RDMA_TCP SHM TCP". */
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -88,7 +89,7 @@ bool_t rt_garbage_1_svc(rt_echo_args *a, void *result, struct svc_req *rq)
  * replies, as an RFC 8166 server), ports=RDMA_TCP,SHM (fixed ports, for restarts), xids
  * (print the XID of each RT_SLEEP call as it is dispatched). */
 static struct srv_opts {
-	int workers, nobinding, norrc, xids, rpcbind, rdmaonly;
+	int workers, inline_dispatch, nobinding, norrc, xids, rpcbind, rdmaonly;
 	unsigned rport, sport;
 } so;
 
@@ -164,9 +165,16 @@ bool_t rt_getlog_1_svc(void *argp, rt_seqs *res, struct svc_req *rq)
 	return TRUE;
 }
 
+/* Results are overwritten before they are freed: a transport that still read them after
+ * svc_sendreply() returned (an RDMA Write from the dispatcher's memory) would deliver the
+ * poison, and the client's pattern check fails. */
 int rt_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xdr_result, caddr_t result)
 {
+	rt_data *d = (rt_data *)result;
+
 	(void)transp;
+	if (xdr_result == (xdrproc_t)xdr_rt_data && d->rt_data_val)
+		memset(d->rt_data_val, 0xee, d->rt_data_len);
 	xdr_free(xdr_result, result);
 	return 1;
 }
@@ -177,6 +185,7 @@ static void parse(int argc, char **argv)
 	int i;
 
 	so.workers = argc > 1 && !strcmp(argv[1], "workers");
+	so.inline_dispatch = argc > 1 && !strcmp(argv[1], "inline");
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "nobinding"))
 			so.nobinding = 1;
@@ -263,6 +272,7 @@ int main(int argc, char **argv)
 	o.port = so.rport ? (uint32_t)so.rport : RPCRDMA_PORT_ANY;
 	o.host = "127.0.0.1";
 	o.reply_read_chunks = so.norrc ? -1 : 0;
+	o.dispatch_inline = so.inline_dispatch;
 	rt = svc_rdma_create(&o);
 	o.provider = "shm";
 	o.no_ccp = 1;
