@@ -138,8 +138,9 @@ struct rpcrdma_svc_opts {
 				      every client, -1 never (ERR_CHUNK, as RFC 8166) */
 	int dispatch_inline;       /* dispatch each request on the listener's progress thread
 				      as soon as it is ready (lowest latency): the program must
-				      accept dispatch on a library thread; svc_run() and
-				      rpcrdma_svc_run() then see no RDMA request */
+				      accept dispatch on a library thread and not block there
+				      (no connection of the listener moves meanwhile); svc_run()
+				      and rpcrdma_svc_run() then see no RDMA request */
 	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
 };
 #define RPCRDMA_PORT_ANY 0xffffffffu
