@@ -124,63 +124,6 @@ void rpcrdma__fab_local_add(struct fab_ep *e)
 	pthread_rwlock_unlock(&local_lock);
 }
 
-/* Names compare as C strings: fi_getname's includes its NUL, a declared one may not. */
-static int same_name(const char *a, size_t alen, const char *b, size_t blen)
-{
-	return strnlen(a, alen) == strnlen(b, blen) && !memcmp(a, b, strnlen(a, alen));
-}
-
-/* An address put in e's AV is recorded, so that it can be taken out while the endpoint it
- * names is still alive (forget_local). */
-int rpcrdma__fab_av_insert(struct fab_ep *e, const char *name, size_t len, fi_addr_t *out)
-{
-	struct fab_avname *n;
-	int rc = 0;
-
-	if (fi_av_insert(e->av, name, 1, out, 0, NULL) != 1)
-		return -RPCRDMA_ERR_ADDR;
-	pthread_rwlock_wrlock(&local_lock);
-	if (e->navn == e->avn_cap) {
-		n = realloc(e->avn, sizeof(*n) * (e->avn_cap ? e->avn_cap * 2 : 4));
-		if (n) {
-			e->avn = n;
-			e->avn_cap = e->avn_cap ? e->avn_cap * 2 : 4;
-		}
-	}
-	if (e->navn < e->avn_cap) {
-		n = &e->avn[e->navn++];
-		n->addr = *out;
-		n->len = len < sizeof(n->name) ? len : sizeof(n->name);
-		memcpy(n->name, name, n->len);
-	} else {
-		rc = -RPCRDMA_ERR_NOMEM;
-	}
-	pthread_rwlock_unlock(&local_lock);
-	return rc;
-}
-
-/* e is about to close: every other endpoint of this process that has e's name in its AV
- * takes it out now. libfabric 1.17's shm reaches an in-process peer through that peer's
- * own mapping, and removing the address later (at the latest when the AV closes) unmaps
- * it once the peer is gone: a read of freed memory that killed test_backchannel 1 run in
- * 10-30. Under the list's write lock. */
-static void forget_local(struct fab_ep *e)
-{
-	struct fab_ep *o;
-	uint32_t i;
-
-	for (o = local_eps; o; o = o->local_next) {
-		for (i = 0; o != e && o->av && i < o->navn;) {
-			if (!same_name(o->avn[i].name, o->avn[i].len, e->own_name, e->own_name_len)) {
-				i++;
-				continue;
-			}
-			fi_av_remove(o->av, &o->avn[i].addr, 1, 0);
-			o->avn[i] = o->avn[--o->navn];
-		}
-	}
-}
-
 static void local_remove(struct fab_ep *e)
 {
 	struct fab_ep **pp;
@@ -188,7 +131,6 @@ static void local_remove(struct fab_ep *e)
 	if (!e->local_listed)
 		return;
 	pthread_rwlock_wrlock(&local_lock);
-	forget_local(e);
 	for (pp = &local_eps; *pp; pp = &(*pp)->local_next) {
 		if (*pp == e) {
 			*pp = e->local_next;
@@ -470,7 +412,6 @@ void rpcrdma__fab_ep_free(struct fab_ep *e)
 		close(e->pidfd);
 	rpcrdma__bell_close(&e->bell);
 	rpcrdma__opq_free(&e->q);
-	free(e->avn);
 	free(e);
 	if (sh) {
 		pthread_mutex_unlock(&sh->lock);

@@ -94,13 +94,6 @@ struct fab_shcq {
 	unsigned refs;               /* the listener and each endpoint; under lock */
 };
 
-/* An address an RDM endpoint put in its address vector, and the name it stands for. */
-struct fab_avname {
-	fi_addr_t addr;
-	size_t len;
-	char name[CTRL_NAME_MAX];
-};
-
 struct fab_ep {
 	struct rpcrdma_ep base;
 	struct fab_prov *fp;
@@ -130,8 +123,6 @@ struct fab_ep {
 	char own_name[CTRL_NAME_MAX], peer_name[CTRL_NAME_MAX];
 	size_t own_name_len, peer_name_len;
 	struct fab_ep *local_next;
-	struct fab_avname *avn;      /* RDM: the names put in av, under the list's lock */
-	uint32_t navn, avn_cap;
 	struct fab_ep *wd_prev, *wd_next;
 	struct fab_listener *lst;    /* MSG: the listener that accepted it, while both live */
 	struct fab_ep *lst_prev, *lst_next;
@@ -227,7 +218,6 @@ void rpcrdma__fab_ep_free(struct fab_ep *e);
 void rpcrdma__fab_local_add(struct fab_ep *e);
 void rpcrdma__fab_local_leave(struct fab_ep *e);
 void rpcrdma__fab_local_peer_set(struct fab_ep *e, const void *name, size_t len, uint32_t pid);
-int rpcrdma__fab_av_insert(struct fab_ep *e, const char *name, size_t len, fi_addr_t *out);
 void rpcrdma__fab_lose_connection(struct fab_ep *e, struct rpcrdma__sink *s);
 void rpcrdma__fab_lst_unlink(struct fab_ep *e);
 void rpcrdma__fab_orphan(struct fab_ep *e);

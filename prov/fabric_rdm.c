@@ -363,7 +363,7 @@ static int av_insert_name(struct fab_ep *e, const void *name, size_t len, fi_add
 		return -RPCRDMA_ERR_ADDR;
 	memcpy(buf, name, len);
 	buf[len] = '\0';
-	return rpcrdma__fab_av_insert(e, buf, len, out);
+	return fi_av_insert(e->av, buf, 1, out, 0, NULL) == 1 ? 0 : -RPCRDMA_ERR_ADDR;
 }
 
 /* The listener's address is a fixed function of the port, set on its endpoint
