@@ -380,6 +380,34 @@ void rpcrdma__fab_orphan(struct fab_ep *e)
 	sh_unlock(e);
 }
 
+/* The address vector of an endpoint whose peer was in this process is never closed.
+ * libfabric 1.17's shm reaches such a peer through that peer's own mapping of its region,
+ * and closing the AV after the peer has closed unmaps through a stale pointer: a read of
+ * freed memory (test_backchannel crashed in 1-7% of runs), or, once the range is mapped
+ * again, another endpoint's region unmapped. Kept here, reachable, for the process's life
+ * (~72 KiB each: its table of peers); only programs that connect to themselves pay it. */
+struct kept_av {
+	struct fid_av *av;
+	struct kept_av *next;
+};
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kept_av *kept_avs;
+
+static void close_av(struct fab_ep *e)
+{
+	struct kept_av *k = e->peer_local ? malloc(sizeof(*k)) : NULL;
+
+	if (!k) {
+		fi_close(&e->av->fid);
+		return;
+	}
+	k->av = e->av;
+	pthread_mutex_lock(&kept_lock);
+	k->next = kept_avs;
+	kept_avs = k;
+	pthread_mutex_unlock(&kept_lock);
+}
+
 /* On a shared queue, what closing the endpoint flushed is read before its operations are
  * freed: nothing left in the queue may name them. */
 void rpcrdma__fab_ep_free(struct fab_ep *e)
@@ -399,7 +427,7 @@ void rpcrdma__fab_ep_free(struct fab_ep *e)
 	if (e->ctrl.mr)
 		rpcrdma__fab_mr_dereg(&e->ctrl.mr->base);
 	if (e->av)
-		fi_close(&e->av->fid);
+		close_av(e);
 	if (e->cq && !sh)
 		fi_close(&e->cq->fid);
 	if (e->wake_fd >= 0)
