@@ -385,7 +385,7 @@ void rpcrdma__fab_orphan(struct fab_ep *e)
  * and closing the AV after the peer has closed unmaps through a stale pointer: a read of
  * freed memory (test_backchannel crashed in 1-7% of runs), or, once the range is mapped
  * again, another endpoint's region unmapped. Kept here, reachable, for the process's life
- * (~72 KiB each: its table of peers); only programs that connect to themselves pay it. */
+ * (its table of peers each); only programs that connect to themselves pay it. */
 struct kept_av {
 	struct fid_av *av;
 	struct kept_av *next;
