@@ -48,7 +48,8 @@
  * a sleep and wake-up costs tens of them. */
 #define SPIN_BEFORE_BLOCK 200
 
-enum ctrl_type { CTRL_CONNREQ = 1, CTRL_ACCEPT, CTRL_REJECT, CTRL_DISCONNECT };
+enum ctrl_type { CTRL_CONNREQ = 1, CTRL_ACCEPT, CTRL_REJECT, CTRL_DISCONNECT,
+		 CTRL_PROBE /* dropped on receipt: sent by a parked endpoint (fabric_rdm.c) */ };
 
 struct fab_prov {
 	struct rpcrdma_prov base;
@@ -56,6 +57,9 @@ struct fab_prov {
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	int rdm;
+	unsigned parked;             /* RDM: its endpoints parked (fabric_rdm.c); under the
+					park lock */
+	int closed;                  /* closed by its owner; freed by the last parked one */
 	uint64_t mr_mode;
 	struct rpcrdma__keys keys;
 };
@@ -120,6 +124,11 @@ struct fab_ep {
 	int watched;                 /* RDM: in the watchdog's list */
 	int local_listed;            /* RDM: in this process's list of live endpoints */
 	int peer_local;              /* RDM: the peer is an endpoint of this process */
+	int contact_pending;         /* RDM: a first message (CONNREQ, ACCEPT) still waits for
+					its receiver to take our name (fabric_rdm.c, parking) */
+	fi_addr_t pending_to;        /* ... to whom */
+	uint16_t pending_port;       /* ... CONNREQ: the listener's port, else 0 */
+	struct fab_ep *park_next;
 	char own_name[CTRL_NAME_MAX], peer_name[CTRL_NAME_MAX];
 	size_t own_name_len, peer_name_len;
 	struct fab_ep *local_next;
@@ -238,6 +247,10 @@ int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_liste
 int rpcrdma__fab_rdm_listener_arm(struct fab_listener *l);
 void rpcrdma__fab_handle_ctrl(struct fab_ep *e, size_t len);
 void rpcrdma__fab_rdm_reject(struct fab_connreq *r, const void *pdata, size_t len);
+int rpcrdma__fab_park_holds(struct fab_prov *fp);
+
+/* prov/prov_fabric.c */
+void rpcrdma__fab_prov_free(struct fab_prov *fp);
 void rpcrdma__fab_wd_unwatch(struct fab_ep *e);
 
 /* prov/fabric_msg.c: native connections over FI_EP_MSG (tcp, verbs) */

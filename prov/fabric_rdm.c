@@ -154,6 +154,172 @@ void rpcrdma__fab_wd_unwatch(struct fab_ep *e)
 }
 
 
+/* ---- parking: first messages a peer has not taken yet ----
+ *
+ * libfabric 1.17's shm: an endpoint's first message to another puts the sender's region
+ * name in the receiver's queue; the receiver maps that region by name when it next
+ * polls, and crashes if the name is gone by then (a NULL region: the sender closed its
+ * endpoint, which unlinks it). A connect whose CONNREQ the listener did not take in time
+ * (a server stopped, or blocked in an inline dispatch) left exactly that, and the server
+ * died when it polled again; an ACCEPT a stopped client did not take, the client.
+ * So an endpoint whose CONNREQ or ACCEPT was not taken (its last post said EAGAIN) is
+ * parked instead of closed: kept open, with no connection, until its peer has taken the
+ * name (a CTRL_PROBE then goes through) or has ended. Parked endpoints are looked at
+ * before each connect and accept; at exit their region files are kept for the peer to
+ * map (removed by rpcrdma__shm_reap once we are gone). A connect to a listener that has
+ * not taken our last CONNREQ yet waits for that one (its timeout) instead of queueing
+ * another name. Only where the peer's region header is known (libfabric 1.17). */
+#define PARK_PROBE_MS 2
+
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fab_ep *parked;
+static pid_t park_pid;   /* the process that parked them: a child made by fork() has
+			    copies, which are not its to close */
+
+/* The process at the other end: a listener's is in its region's header. */
+static int park_peer_gone(const struct fab_ep *e)
+{
+	if (e->pending_port)
+		return rpcrdma__proc_gone(-1, rpcrdma__shm_region_pid(e->peer_hdr));
+	return rpcrdma__proc_gone(e->pidfd, e->peer_pid);
+}
+
+/* Taken, or nobody left to take it (or no endpoint left: its region went with it). */
+static int park_settled(struct fab_ep *e)
+{
+	if (!e->ep || park_peer_gone(e))
+		return 1;
+	if (rpcrdma__fab_ctrl_send(e, e->pending_to, CTRL_PROBE, NULL, 0, PARK_PROBE_MS, -1, 0) ==
+	    -RPCRDMA_ERR_DISCONN)
+		return 1;   /* the peer, in this process, has closed */
+	return !e->contact_pending;
+}
+
+static void park_free(struct fab_ep *e)
+{
+	struct fab_prov *fp = e->fp;
+
+	rpcrdma__fab_ep_free(e);
+	if (--fp->parked == 0 && fp->closed)
+		rpcrdma__fab_prov_free(fp);
+}
+
+/* Under park_lock. A child made by fork() starts with none: the copies it inherited
+ * name its parent's regions. */
+static struct fab_ep *park_inherited;   /* left alone, reachable */
+
+static void park_mine(void)
+{
+	if (parked && park_pid != getpid()) {
+		park_inherited = parked;
+		parked = NULL;
+	}
+	park_pid = getpid();
+}
+
+/* Under park_lock. */
+static void park_sweep_locked(void)
+{
+	struct fab_ep **pp = &parked, *e;
+
+	park_mine();
+	while ((e = *pp) != NULL) {
+		if (park_settled(e)) {
+			*pp = e->park_next;
+			park_free(e);
+		} else {
+			pp = &e->park_next;
+		}
+	}
+}
+
+static void park_sweep(void)
+{
+	pthread_mutex_lock(&park_lock);
+	park_sweep_locked();
+	pthread_mutex_unlock(&park_lock);
+}
+
+/* An endpoint given up: parked if its first message may still be queued, else closed. */
+static void rdm_drop(struct fab_ep *e)
+{
+	if (!e->contact_pending || !e->peer_hdr || !e->ep) {
+		rpcrdma__fab_ep_free(e);
+		return;
+	}
+	rpcrdma_log(RPCRDMA_LOG_INFO, "shm: %s not taken in time: the endpoint is kept until its "
+		    "peer takes it", e->pending_port ? "connection request" : "acceptance");
+	pthread_mutex_lock(&park_lock);
+	park_mine();
+	e->base.connected = 0;
+	e->park_next = parked;
+	parked = e;
+	e->fp->parked++;
+	pthread_mutex_unlock(&park_lock);
+}
+
+/* Whether our last CONNREQ to this port is still untaken after *timeout_ms, which
+ * loses the time waited (-1: 10 s, as a connect's wait for its CONNREQ to leave). */
+static int park_blocks(uint16_t port, int *timeout_ms)
+{
+	int64_t until = rpcrdma__now_ms() + (*timeout_ms < 0 ? 10000 : *timeout_ms);
+	struct fab_ep *e;
+	int waiting;
+
+	for (;;) {
+		pthread_mutex_lock(&park_lock);
+		park_sweep_locked();
+		for (e = parked; e && e->pending_port != port; e = e->park_next)
+			;
+		waiting = e != NULL;
+		pthread_mutex_unlock(&park_lock);
+		if (!waiting || rpcrdma__now_ms() >= until)
+			break;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	if (*timeout_ms > 0)
+		*timeout_ms = (int)(until - rpcrdma__now_ms() > 1 ? until - rpcrdma__now_ms() : 1);
+	return waiting;
+}
+
+int rpcrdma__fab_park_holds(struct fab_prov *fp)
+{
+	int held;
+
+	pthread_mutex_lock(&park_lock);
+	park_mine();
+	held = fp->parked > 0;
+	fp->closed = held;
+	pthread_mutex_unlock(&park_lock);
+	return held;
+}
+
+/* At exit: what is still parked is closed, its region file kept under its name. */
+__attribute__((destructor)) static void park_exit(void)
+{
+	char name[CTRL_NAME_MAX + 1], keep[300];
+	struct fab_ep *e;
+
+	if (park_pid != getpid())
+		return;
+	pthread_mutex_lock(&park_lock);
+	while ((e = parked) != NULL) {
+		size_t len = sizeof(name) - 1;
+		int kept = 0;
+
+		parked = e->park_next;
+		if (e->ep && !fi_getname(&e->ep->fid, name, &len)) {
+			name[len] = '\0';
+			kept = rpcrdma__shm_keep_begin(name, keep, sizeof(keep)) == 0;
+		}
+		park_free(e);
+		if (kept)
+			rpcrdma__shm_keep_end(name, keep);
+	}
+	pthread_mutex_unlock(&park_lock);
+}
+
+
 /* ---- RDM (emulated) connections ---- */
 
 struct ctrl_view {
@@ -285,7 +451,7 @@ static void ctrl_wake(struct fab_ep *e, fi_addr_t to, uint32_t type)
 {
 	if (type == CTRL_CONNREQ)
 		rpcrdma__bell_knock(&e->bell);
-	else if (to == e->peer)
+	else if (to == e->peer && type != CTRL_PROBE)
 		rpcrdma__bell_ring(&e->bell);
 }
 
@@ -324,6 +490,10 @@ int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const 
 		if (ctrl_progress(e, NULL) < 0)
 			return -RPCRDMA_ERR_DISCONN;
 		rpcrdma__fab_backoff(&spins);
+	}
+	if (type == CTRL_CONNREQ || type == CTRL_ACCEPT || type == CTRL_PROBE) {
+		e->contact_pending = rc == -FI_EAGAIN;   /* see "parking" below */
+		e->pending_to = to;
 	}
 	rc = rc == -FI_EAGAIN ? -RPCRDMA_ERR_TIMEDOUT : rpcrdma__fab_map_err(rc);
 	if (!rc)
@@ -594,6 +764,7 @@ int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len
 	/* a client killed after its request: nothing to accept */
 	if (rpcrdma__proc_gone(-1, r->pid))
 		return -RPCRDMA_ERR_DISCONN;
+	park_sweep();
 	r->l->spare = NULL;
 	if (!e)
 		rc = rdm_new_ep(r->l->fp, &e);
@@ -610,7 +781,7 @@ int rpcrdma__fab_rdm_accept(struct fab_connreq *r, const void *pdata, size_t len
 			       e->pidfd, e->peer_pid);
 	if (rc) {
 		if (e)
-			rpcrdma__fab_ep_free(e);
+			rdm_drop(e);
 		return rc;
 	}
 	e->base.connected = 1;
@@ -644,9 +815,12 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 	int rc;
 
 	rpcrdma__shm_reap();
+	if (park_blocks(port, &timeout_ms))
+		return -RPCRDMA_ERR_REFUSED;   /* as below: our request is still not taken */
 	rc = rdm_new_ep(fp, &e);
 	if (rc)
 		return rc;
+	e->pending_port = port;
 	rdm_listener_name(port, name, sizeof(name));
 	rc = av_insert_name(e, name, strlen(name), &listener);
 	if (!rc) {
@@ -666,9 +840,10 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 	if (!rc)
 		rc = av_insert_name(e, v.name, v.name_len, &e->peer);
 	if (rc) {
-		rpcrdma__fab_ep_free(e);
+		rdm_drop(e);
 		return rc;
 	}
+	e->pending_port = 0;
 	rpcrdma__fab_copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, v.pdata, v.pdata_len);
 	watch_peer(e, v.pid);
 	wd_watch_peer(e, v.name, v.name_len, v.pid);

@@ -191,10 +191,8 @@ static void fab_ep_close(struct rpcrdma_ep *base)
 
 /* ---- provider ---- */
 
-static void fab_close(struct rpcrdma_prov *p)
+void rpcrdma__fab_prov_free(struct fab_prov *fp)
 {
-	struct fab_prov *fp = (struct fab_prov *)p;
-
 	if (fp->domain)
 		fi_close(&fp->domain->fid);
 	if (fp->fabric)
@@ -202,6 +200,16 @@ static void fab_close(struct rpcrdma_prov *p)
 	if (fp->info)
 		fi_freeinfo(fp->info);
 	free(fp);
+}
+
+/* An endpoint of ours that is parked (fabric_rdm.c) still needs the domain: the last one
+ * to go frees it. */
+static void fab_close(struct rpcrdma_prov *p)
+{
+	struct fab_prov *fp = (struct fab_prov *)p;
+
+	if (!rpcrdma__fab_park_holds(fp))
+		rpcrdma__fab_prov_free(fp);
 }
 
 const struct rpcrdma_prov_ops rpcrdma__fab_ops = {

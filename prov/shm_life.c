@@ -225,6 +225,41 @@ void rpcrdma__shm_region_unmap(void *hdr)
 		munmap(hdr, SMR17_HDR_LEN);
 }
 
+/* The process that made the region (its header says). */
+uint32_t rpcrdma__shm_region_pid(const void *hdr)
+{
+	uint32_t pid = 0;
+
+	if (hdr)
+		memcpy(&pid, (const uint8_t *)hdr + SMR17_PID_OFF, sizeof(pid));
+	return pid;
+}
+
+/* A region that must outlive its endpoint (a peer may still map it by name: fabric_rdm.c,
+ * parking): a second name for its file before the endpoint is closed, which unlinks the
+ * first; the first back after. The file is then removed like any region of a process
+ * that ended (rpcrdma__shm_reap, REAP_GRACE_S after). */
+int rpcrdma__shm_keep_begin(const char *name, char *keep, size_t len)
+{
+	char region[300];
+
+	region_path(name, "", region, sizeof(region));
+	region_path(name, ".keep", keep, len);
+	if (!region[0] || !keep[0])
+		return -RPCRDMA_ERR_ADDR;
+	unlink(keep);
+	return link(region, keep) ? -RPCRDMA_ERR_IO : 0;
+}
+
+void rpcrdma__shm_keep_end(const char *name, const char *keep)
+{
+	char region[300];
+
+	region_path(name, "", region, sizeof(region));
+	if (rename(keep, region))
+		unlink(keep);
+}
+
 /* Only for a region whose owner is dead: its lock then has no holder that will ever
  * release it, and whoever waits for it spins for ever. */
 int rpcrdma__shm_region_unlock(void *hdr)

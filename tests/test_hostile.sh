@@ -8,6 +8,10 @@
 #  C (tcp and shm) 50 clients killed with SIGKILL while moving data: the server's
 #          descriptors and memory come back to what they were, no connection is left
 #          open, and (shm) no shared-memory region of theirs is left in /dev/shm.
+#  D (shm) the server stopped (SIGSTOP) while three clients give up connecting to it and
+#          exit: their requests wait in its queue, naming regions whose owners are gone;
+#          resumed, the server takes them and serves the next client (fabric_rdm.c,
+#          parking; libfabric 1.17 crashed here).
 # Usage: test_hostile.sh BUILD_DIR tcp|shm
 set -u
 BIN=$1/rpcrdma
@@ -160,6 +164,20 @@ if [ "$PROV" = shm ]; then
 	done | wc -l)
 	echo "... after the next clients: $left"
 	[ "$left" -eq 0 ] || fail "$left regions of dead clients stay in /dev/shm"
+fi
+if [ "$PROV" = shm ]; then
+	kill -STOP "$spid"
+	gone=()
+	for _ in 1 2 3; do
+		timeout 60 "$BIN" ping "127.0.0.1:$rport" --provider shm -c 1 >"$out/gone" 2>&1 &
+		gone+=($!)
+	done
+	wait "${gone[@]}"
+	kill -CONT "$spid"
+	sleep 1
+	alive
+	ping_ok || fail "ping after the server was stopped and resumed"
+	echo "server stopped while 3 clients gave up connecting: alive, serving"
 fi
 ping_ok || fail "ping at the end"
 # how often a killed client held a shm region lock the server needed (prov_fabric.c)
