@@ -166,9 +166,10 @@ static void check_killed_by_us(pid_t pid)
 }
 
 /* The listener stopped: our connects are refused; the second does not queue another
- * request (no second region); resumed, the listener takes the first, the parked endpoint
- * goes, and the next connect succeeds. A client process that gave up and exited leaves
- * its region file (kept), which the resumed listener maps. */
+ * request (no second region); the provider is closed with its endpoint parked. Resumed,
+ * the listener takes the first request, the parked endpoint (and its provider) go at the
+ * next connect, which succeeds. A client process that gave up and exited leaves its
+ * region file (kept), which the resumed listener maps. */
 static void test_stopped_listener(void)
 {
 	struct rpcrdma_prov *p = shm();
@@ -193,8 +194,11 @@ static void test_stopped_listener(void)
 	CHECK(waitpid(cpid, &st, 0) == cpid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK_EQ_I(regions_of(cpid), 1);       /* kept after its exit */
 
+	/* closed with its endpoint parked: freed with it, by the sweep of another's connect */
+	rpcrdma_prov_close(p);
+	p = shm();
 	kill(lpid, SIGCONT);
-	rc = rpcrdma_connect(p, NULL, port, NULL, 0, 5000, &ep);
+	rc = p ? rpcrdma_connect(p, NULL, port, NULL, 0, 5000, &ep) : -1;
 	CHECK_EQ_I(rc, 0);
 	if (!rc) {
 		CHECK(rpcrdma_ep_connected(ep));
