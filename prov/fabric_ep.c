@@ -243,6 +243,9 @@ void rpcrdma__fab_lose_connection(struct fab_ep *e, struct rpcrdma__sink *s)
 		return;
 	e->base.connected = 0;
 	rpcrdma__fab_cq_drain(e, s);
+	if (!e->ep)
+		return;   /* the drain met the peer's DISCONNECT and ended it already (both
+			     sides closing at once) */
 	local_remove(e);
 	fi_close(&e->ep->fid);
 	e->ep = NULL;
