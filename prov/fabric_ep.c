@@ -728,15 +728,24 @@ int rpcrdma__fab_names(struct rpcrdma_ep *base, void *local, size_t *llen, void 
 /* shm keeps a spin lock in each process's shared region and takes the peer's to post to
  * it; a peer killed while holding its own lock (it does while it polls) would make every
  * later post to it spin forever. So a post to an emulated connection's peer first looks
- * whether that process still lives, and a dead one ends the connection instead. A peer
- * killed in the microseconds between this look and the post can still hold us: that
- * residue is libfabric shm's (docs/PROVIDERS.md). */
+ * whether that process still lives (at most once a millisecond: the look is a poll()
+ * system call, and once per post it was a third of each side's time at 4 KiB), and a
+ * dead one ends the connection instead. A peer killed between this look and the post
+ * can still hold us, until the lock watchdog (fabric_rdm.c) releases the lock it died
+ * with (docs/PROVIDERS.md). */
+#define POST_PEER_CHECK_MS 1
+
 int rpcrdma__fab_peer_alive_now(struct fab_ep *e)
 {
+	int64_t now;
 	int gone;
 
 	if (!e->ep || (e->pidfd < 0 && !e->peer_pid))
 		return e->ep != NULL;
+	now = rpcrdma__now_ms();
+	if (now - e->peer_checked < POST_PEER_CHECK_MS)
+		return 1;
+	e->peer_checked = now;
 	gone = rpcrdma__proc_gone(e->pidfd, e->peer_pid);
 	if (gone)
 		rpcrdma__fab_lose_connection(e, NULL);

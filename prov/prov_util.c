@@ -22,10 +22,17 @@ void rpcrdma__keys_init(struct rpcrdma__keys *k)
 	pthread_mutex_init(&k->lock, NULL);
 }
 
+static uint32_t key_bucket(uint32_t key)
+{
+	return (key * 2654435761u) >> (32 - RPCRDMA_KEY_FILTER_BITS);
+}
+
 static int key_is_recent(const struct rpcrdma__keys *k, uint32_t key)
 {
 	uint32_t i;
 
+	if (!k->in_bucket[key_bucket(key)])
+		return 0;
 	for (i = 0; i < RPCRDMA_KEY_QUARANTINE; i++)
 		if (k->recent[i] == key)
 			return 1;
@@ -55,10 +62,26 @@ uint32_t rpcrdma__key_new(struct rpcrdma__keys *k)
 	return key;
 }
 
+/* A full count stays full: it no longer says how many, only "look". */
+static void bucket_add(struct rpcrdma__keys *k, uint32_t key, int by)
+{
+	uint8_t *n = &k->in_bucket[key_bucket(key)];
+
+	if (*n != UINT8_MAX)
+		*n = (uint8_t)(*n + by);
+}
+
 void rpcrdma__key_release(struct rpcrdma__keys *k, uint32_t key)
 {
+	uint32_t *slot;
+
 	pthread_mutex_lock(&k->lock);
-	k->recent[k->next++ % RPCRDMA_KEY_QUARANTINE] = key;
+	slot = &k->recent[k->next++ % RPCRDMA_KEY_QUARANTINE];
+	if (*slot)
+		bucket_add(k, *slot, -1);   /* out of quarantine */
+	*slot = key;
+	if (key)
+		bucket_add(k, key, 1);
 	pthread_mutex_unlock(&k->lock);
 }
 
