@@ -216,12 +216,14 @@ wait "$ppid" || fail "ping over shm across an idle second: $(cat "$out/shmping")
 [ "$(grep -c '^NULL reply' "$out/shmping")" -eq 2 ] || fail "ping over shm: $(cat "$out/shmping")"
 # new clients one after another reach a server that sleeps between them: a lost wake-up
 # would leave each to the server's 1 s timer (shm's first send to an endpoint waits for
-# that endpoint to take the sender's name, so the client rings while it waits)
+# that endpoint to take the sender's name, so the client rings while it waits). At
+# least 5 a second: released builds make ~170, ASan builds 17-21 here (a bound of 20
+# failed under ASan in a local CI run); a lost wake-up makes at most 1
 "$BIN" perf "127.0.0.1:$port" --provider shm --ops setup --seconds 0.5 --json >"$out/shmsetup" ||
 	fail "perf --ops setup over shm"
 n=$(sed -n 's/.*"op":"setup".*"calls_per_s":\([0-9]*\).*/\1/p' "$out/shmsetup")
 echo "shm clients set up against a sleeping server: $n/s"
-[ "${n:-0}" -ge 20 ] || fail "shm setup against a sleeping server: ${n:-?} clients/s"
+[ "${n:-0}" -ge 5 ] || fail "shm setup against a sleeping server: ${n:-?} clients/s"
 kill -TERM "$spid"
 wait "$spid"
 spid=

@@ -251,6 +251,15 @@ int cmd_serve(int argc, char **argv)
 			cli_json_error("serve", why);
 		return EXIT_FAIL;
 	}
+	/* signals are caught before "listening" says we are ready: a SIGUSR1 sent on that
+	 * line killed a server still without its handler (seen under ASan in CI) */
+	if (pipe(sig_pipe) || fcntl(sig_pipe[0], F_SETFD, FD_CLOEXEC) ||
+	    fcntl(sig_pipe[1], F_SETFD, FD_CLOEXEC)) {
+		fprintf(stderr, "rpcrdma serve: pipe: %s\n", strerror(errno));
+		return EXIT_FAIL;
+	}
+	cli_catch(on_signal, 1, 1);
+	pthread_create(&th, NULL, watcher, NULL);
 	if (json && tcp >= 0)
 		printf("{\"listening\":{\"rdma_port\":%u,\"tcp_port\":%u,\"provider\":\"%s\"}}\n",
 		       rport, tport, provider);
@@ -261,13 +270,6 @@ int cmd_serve(int argc, char **argv)
 	else
 		printf("listening %u\n", rport);
 	fflush(stdout);
-	if (pipe(sig_pipe) || fcntl(sig_pipe[0], F_SETFD, FD_CLOEXEC) ||
-	    fcntl(sig_pipe[1], F_SETFD, FD_CLOEXEC)) {
-		fprintf(stderr, "rpcrdma serve: pipe: %s\n", strerror(errno));
-		return EXIT_FAIL;
-	}
-	cli_catch(on_signal, 1, 1);
-	pthread_create(&th, NULL, watcher, NULL);
 	/* RDMA requests: the progress thread, or worker threads when asked; TCP: svc_run */
 	if (threads > 1)
 		pthread_create(&th, NULL, rdma_workers, &threads);
