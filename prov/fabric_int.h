@@ -247,11 +247,11 @@ int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_liste
 int rpcrdma__fab_rdm_listener_arm(struct fab_listener *l);
 void rpcrdma__fab_handle_ctrl(struct fab_ep *e, size_t len);
 void rpcrdma__fab_rdm_reject(struct fab_connreq *r, const void *pdata, size_t len);
-int rpcrdma__fab_park_holds(struct fab_prov *fp);
+int rpcrdma__fab_park_close(struct fab_prov *fp);
+void rpcrdma__fab_wd_unwatch(struct fab_ep *e);
 
 /* prov/prov_fabric.c */
 void rpcrdma__fab_prov_free(struct fab_prov *fp);
-void rpcrdma__fab_wd_unwatch(struct fab_ep *e);
 
 /* prov/fabric_msg.c: native connections over FI_EP_MSG (tcp, verbs) */
 int rpcrdma__fab_msg_accept(struct fab_connreq *r, const void *pdata, size_t len,

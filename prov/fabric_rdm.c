@@ -169,7 +169,7 @@ void rpcrdma__fab_wd_unwatch(struct fab_ep *e)
  * map (removed by rpcrdma__shm_reap once we are gone). A connect to a listener that has
  * not taken our last CONNREQ yet waits for that one (its timeout) instead of queueing
  * another name. Only where the peer's region header is known (libfabric 1.17). */
-#define PARK_PROBE_MS 2
+#define PARK_PROBE_MS 0   /* one try: a look, not a wait (an accept sweeps too) */
 
 static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fab_ep *parked;
@@ -251,7 +251,6 @@ static void rdm_drop(struct fab_ep *e)
 		    "peer takes it", e->pending_port ? "connection request" : "acceptance");
 	pthread_mutex_lock(&park_lock);
 	park_mine();
-	e->base.connected = 0;
 	e->park_next = parked;
 	parked = e;
 	e->fp->parked++;
@@ -282,7 +281,8 @@ static int park_blocks(uint16_t port, int *timeout_ms)
 	return waiting;
 }
 
-int rpcrdma__fab_park_holds(struct fab_prov *fp)
+/* Its owner closes fp: 1 if parked endpoints still need it (the last frees it). */
+int rpcrdma__fab_park_close(struct fab_prov *fp)
 {
 	int held;
 
@@ -843,7 +843,6 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 		rdm_drop(e);
 		return rc;
 	}
-	e->pending_port = 0;
 	rpcrdma__fab_copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, v.pdata, v.pdata_len);
 	watch_peer(e, v.pid);
 	wd_watch_peer(e, v.name, v.name_len, v.pid);

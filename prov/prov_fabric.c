@@ -208,7 +208,7 @@ static void fab_close(struct rpcrdma_prov *p)
 {
 	struct fab_prov *fp = (struct fab_prov *)p;
 
-	if (!rpcrdma__fab_park_holds(fp))
+	if (!rpcrdma__fab_park_close(fp))
 		rpcrdma__fab_prov_free(fp);
 }
 

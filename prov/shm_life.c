@@ -190,6 +190,16 @@ int rpcrdma__proc_gone(int pidfd, uint32_t pid)
 	return pid && process_gone((pid_t)pid);
 }
 
+/* The process that made the region (its header says). */
+uint32_t rpcrdma__shm_region_pid(const void *hdr)
+{
+	uint32_t pid = 0;
+
+	if (hdr)
+		memcpy(&pid, (const uint8_t *)hdr + SMR17_PID_OFF, sizeof(pid));
+	return pid;
+}
+
 void *rpcrdma__shm_region_map(const char *name, uint32_t pid)
 {
 #if UINTPTR_MAX == 0xffffffffffffffffu
@@ -206,7 +216,7 @@ void *rpcrdma__shm_region_map(const char *name, uint32_t pid)
 	close(fd);
 	if (hdr == MAP_FAILED)
 		return NULL;
-	memcpy(&owner, hdr + SMR17_PID_OFF, sizeof(owner));
+	owner = rpcrdma__shm_region_pid(hdr);
 	if (hdr[0] != SMR17_VERSION || (pid && owner != pid) || sizeof(pthread_spinlock_t) != 4) {
 		munmap(hdr, SMR17_HDR_LEN);
 		return NULL;
@@ -223,16 +233,6 @@ void rpcrdma__shm_region_unmap(void *hdr)
 {
 	if (hdr)
 		munmap(hdr, SMR17_HDR_LEN);
-}
-
-/* The process that made the region (its header says). */
-uint32_t rpcrdma__shm_region_pid(const void *hdr)
-{
-	uint32_t pid = 0;
-
-	if (hdr)
-		memcpy(&pid, (const uint8_t *)hdr + SMR17_PID_OFF, sizeof(pid));
-	return pid;
 }
 
 /* A region that must outlive its endpoint (a peer may still map it by name: fabric_rdm.c,
