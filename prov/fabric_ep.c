@@ -658,7 +658,7 @@ static void peer_check(struct fab_ep *e, struct rpcrdma__sink *s)
 
 	if ((e->pidfd < 0 && !e->peer_pid) || !e->ep)
 		return;
-	now = rpcrdma__now_ms();
+	now = rpcrdma__coarse_ms();   /* as rpcrdma__fab_peer_alive_now reads it */
 	if (now - e->peer_checked < PEER_CHECK_MS)
 		return;
 	e->peer_checked = now;
@@ -728,9 +728,10 @@ int rpcrdma__fab_names(struct rpcrdma_ep *base, void *local, size_t *llen, void 
 /* shm keeps a spin lock in each process's shared region and takes the peer's to post to
  * it; a peer killed while holding its own lock (it does while it polls) would make every
  * later post to it spin forever. So a post to an emulated connection's peer first looks
- * whether that process still lives (at most once a millisecond: the look is a poll()
- * system call, and once per post it was a third of each side's time at 4 KiB), and a
- * dead one ends the connection instead. A peer killed between this look and the post
+ * whether that process still lives (at most once per tick of the coarse clock, 1-10 ms:
+ * the look is a poll() system call, and once per post it was a third of each side's
+ * time at 4 KiB; a precise clock read per post was another 25 ns), and a dead one ends
+ * the connection instead. A peer killed between this look and the post
  * can still hold us, until the lock watchdog (fabric_rdm.c) releases the lock it died
  * with (docs/PROVIDERS.md). */
 #define POST_PEER_CHECK_MS 1
@@ -742,7 +743,7 @@ int rpcrdma__fab_peer_alive_now(struct fab_ep *e)
 
 	if (!e->ep || (e->pidfd < 0 && !e->peer_pid))
 		return e->ep != NULL;
-	now = rpcrdma__now_ms();
+	now = rpcrdma__coarse_ms();
 	if (now - e->peer_checked < POST_PEER_CHECK_MS)
 		return 1;
 	e->peer_checked = now;

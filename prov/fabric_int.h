@@ -120,7 +120,10 @@ struct fab_ep {
 	uint32_t peer_pid;           /* RDM: the peer process, for kernels without pidfd_open */
 	int64_t peer_checked;        /* RDM: when pidfd was last looked at */
 	void *own_hdr, *peer_hdr;    /* RDM: our and the peer's region headers, or NULL */
-	int64_t busy_since;          /* RDM: when the libfabric call under way began, or 0 */
+	unsigned busy_gen;           /* RDM: odd while a libfabric call is under way; each
+					call's start and end add one (busy_begin/_end) */
+	unsigned wd_gen;             /* RDM, the watchdog's: busy_gen when it first saw ... */
+	int64_t wd_since;            /* ... the call now under way, and when; or 0 */
 	int watched;                 /* RDM: in the watchdog's list */
 	int local_listed;            /* RDM: in this process's list of live endpoints */
 	int peer_local;              /* RDM: the peer is an endpoint of this process */
@@ -157,6 +160,7 @@ struct fab_listener {
 	struct fab_ep *accepted;     /* MSG: live connections it accepted */
 	struct rpcrdma__tcp_reaper reaper;   /* tcp: sockets the provider lost (tcp_reap.c) */
 	int64_t last_reap;
+	struct fab_connreq *idle_req;  /* zeroed, for the next listener_get */
 };
 
 struct fab_connreq {
@@ -183,17 +187,26 @@ static inline void sh_unlock(struct fab_ep *e)
 		pthread_mutex_unlock(&e->sh->lock);
 }
 
-/* Around each libfabric call on an endpoint the shm watchdog looks after (fabric_rdm.c). */
+/* Around each libfabric call on an endpoint the shm watchdog looks after (fabric_rdm.c).
+ * A count, not a time: the watchdog times what it sees, and a clock read here was paid
+ * by every poll and post (a fifth of a polling thread's time on a VM's kvm-clock). One
+ * thread at a time uses an endpoint, so a load and a store suffice. */
+static inline void busy_step(struct fab_ep *e)
+{
+	__atomic_store_n(&e->busy_gen, __atomic_load_n(&e->busy_gen, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELEASE);
+}
+
 static inline void busy_begin(struct fab_ep *e)
 {
 	if (e->watched)
-		__atomic_store_n(&e->busy_since, rpcrdma__now_ms(), __ATOMIC_RELEASE);
+		busy_step(e);
 }
 
 static inline void busy_end(struct fab_ep *e)
 {
 	if (e->watched)
-		__atomic_store_n(&e->busy_since, 0, __ATOMIC_RELEASE);
+		busy_step(e);
 }
 
 
@@ -274,7 +287,7 @@ void rpcrdma__fab_remember_accepted(struct fab_listener *l, struct fab_ep *e);
 #define POST_PIECE_RETRY_MS 100
 #define POST_RETRY(e, rc, budget_ms, call)                                                     \
 	do {                                                                        \
-		int64_t until_ = rpcrdma__now_ms() + (budget_ms);                 \
+		int64_t until_ = 0;   /* the clock only once the queue is full */   \
 		unsigned spins_ = 0;                                                \
 		for (;;) {                                                          \
 			if (!rpcrdma__fab_peer_alive_now(e) || rpcrdma__fab_local_enter(e)) { \
@@ -287,7 +300,11 @@ void rpcrdma__fab_remember_accepted(struct fab_listener *l, struct fab_ep *e);
 			(rc) = (call);                                              \
 			busy_end(e);                                                \
 			rpcrdma__fab_local_leave(e);                                \
-			if ((rc) != -FI_EAGAIN || rpcrdma__now_ms() >= until_)      \
+			if ((rc) != -FI_EAGAIN)                                     \
+				break;                                              \
+			if (!until_)                                                \
+				until_ = rpcrdma__now_ms() + (budget_ms);           \
+			else if (rpcrdma__now_ms() >= until_)                       \
 				break;                                              \
 			rpcrdma__bell_ring(&(e)->bell);   /* shm: room comes from  \
 							     the peer's polling */ \

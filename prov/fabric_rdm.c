@@ -10,10 +10,12 @@
  * does while it polls or posts) leaves whoever needs that lock spinning for ever inside
  * libfabric, and with it every connection that thread serves. rpcrdma__fab_peer_alive_now() keeps us
  * from posting to a peer already dead; the watchdog covers the rest. Every libfabric call
- * on an emulated endpoint is timed (busy_begin/_end); a call stuck for WD_DEAD_MS while
- * the connection's peer is dead, or for WD_STUCK_MS in any case (a spin lock is held for
- * microseconds, so its holder is dead or stopped), has the lock it waits for released:
- * the peer region's if held, else our own. */
+ * on an emulated endpoint is marked (busy_begin/_end) and the watchdog times the calls it
+ * sees under way; a call stuck for WD_DEAD_MS while the connection's peer is dead, or for
+ * WD_STUCK_MS in any case (a spin lock is held for microseconds, so its holder is dead or
+ * stopped), has the lock it waits for released: the peer region's if held, else our own.
+ * Timed from the first look that sees it, a call is stuck a look's interval longer than
+ * the figures say (at most WD_IDLE_MS). */
 #define WD_EVERY_MS 10
 #define WD_DEAD_MS 50
 #define WD_STUCK_MS 500
@@ -27,19 +29,37 @@ static int peer_dead(const struct fab_ep *e)
 	return rpcrdma__proc_gone(e->pidfd, e->peer_pid);
 }
 
-static void wd_check(struct fab_ep *e)
+/* Whether a libfabric call is under way on e; the first look at a call notes when. */
+static int wd_busy(struct fab_ep *e, int64_t now)
 {
-	int64_t since = __atomic_load_n(&e->busy_since, __ATOMIC_ACQUIRE), stuck;
+	unsigned gen = __atomic_load_n(&e->busy_gen, __ATOMIC_ACQUIRE);
 
-	if (!since)
-		return;
-	stuck = rpcrdma__now_ms() - since;
+	if (!(gen & 1u)) {
+		e->wd_since = 0;
+		return 0;
+	}
+	if (!e->wd_since || gen != e->wd_gen) {
+		e->wd_gen = gen;
+		e->wd_since = now;
+	}
+	return 1;
+}
+
+/* Returns whether a call is under way. */
+static int wd_check(struct fab_ep *e, int64_t now)
+{
+	int64_t stuck;
+
+	if (!wd_busy(e, now))
+		return 0;
+	stuck = now - e->wd_since;
 	if (stuck < WD_DEAD_MS || (stuck < WD_STUCK_MS && !peer_dead(e)))
-		return;
+		return 1;
 	if (rpcrdma__shm_region_unlock(e->peer_hdr) || rpcrdma__shm_region_unlock(e->own_hdr))
 		fprintf(stderr, "librpcrdma: shm: released a region lock held for %" PRId64
 				" ms (peer process %u %s)\n", stuck, e->peer_pid,
 			peer_dead(e) ? "dead" : "alive");
+	return 1;
 }
 
 /* Every WD_EVERY_MS while some call is under way at a look; after a look that found none,
@@ -52,6 +72,7 @@ static void *watchdog(void *arg)
 {
 	long ms = WD_EVERY_MS;
 	struct fab_ep *e;
+	int64_t now;
 	int busy;
 
 	(void)arg;
@@ -61,10 +82,9 @@ static void *watchdog(void *arg)
 		nanosleep(&ts, NULL);
 		busy = 0;
 		pthread_mutex_lock(&wd_lock);
-		for (e = wd_eps; e; e = e->wd_next) {
-			busy |= __atomic_load_n(&e->busy_since, __ATOMIC_ACQUIRE) != 0;
-			wd_check(e);
-		}
+		now = rpcrdma__now_ms();
+		for (e = wd_eps; e; e = e->wd_next)
+			busy |= wd_check(e, now);
 		pthread_mutex_unlock(&wd_lock);
 		ms = busy ? WD_EVERY_MS : (ms * 2 > WD_IDLE_MS ? WD_IDLE_MS : ms * 2);
 	}
@@ -634,7 +654,8 @@ int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_liste
  * then re-posts the receive. Requests and acceptances must name their sender. */
 static int ctrl_wait(struct fab_ep *e, int timeout_ms, uint32_t want, struct ctrl_view *v)
 {
-	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+	/* a poll (timeout 0, a server's every round) reads no clock */
+	int64_t deadline = timeout_ms > 0 ? rpcrdma__now_ms() + timeout_ms : 0;
 	struct fi_cq_msg_entry ent;
 	unsigned spins = 0;
 
@@ -654,7 +675,7 @@ static int ctrl_wait(struct fab_ep *e, int timeout_ms, uint32_t want, struct ctr
 		} else if (n == -FI_EAVAIL) {
 			rpcrdma__fab_cq_error(e, NULL);
 		}
-		if (rpcrdma__now_ms() >= deadline)
+		if (!timeout_ms || (deadline && rpcrdma__now_ms() >= deadline))
 			return -RPCRDMA_ERR_TIMEDOUT;
 		rpcrdma__fab_backoff(&spins);
 	}

@@ -78,16 +78,19 @@ static int fab_listener_get(struct rpcrdma_listener *base, int timeout_ms,
 			    struct rpcrdma_connreq **out)
 {
 	struct fab_listener *l = (struct fab_listener *)base;
-	struct fab_connreq *r = calloc(1, sizeof(*r));
+	struct fab_connreq *r = l->idle_req ? l->idle_req : calloc(1, sizeof(*r));
 	int rc;
 
 	if (!r)
 		return -RPCRDMA_ERR_NOMEM;
+	l->idle_req = NULL;
 	r->base.prov = base->prov;
 	r->l = l;
 	rc = l->fp->rdm ? rpcrdma__fab_rdm_get(l, timeout_ms, r) : rpcrdma__fab_msg_get(l, timeout_ms, r);
 	if (rc) {
-		free(r);
+		/* most polls find nothing: the record, still as calloc left it (the getters
+		 * write it only on success), waits for the next one */
+		l->idle_req = r;
 		return rc;
 	}
 	*out = &r->base;
@@ -114,6 +117,7 @@ static void fab_listener_close(struct rpcrdma_listener *base)
 		rpcrdma__fab_ep_free(l->spare);
 	rpcrdma__bell_close(&l->bell);
 	rpcrdma__shm_name_release(l->name, l->lockfd);
+	free(l->idle_req);
 	free(l);
 }
 

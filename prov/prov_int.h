@@ -125,11 +125,14 @@ int rpcrdma__proc_gone(int pidfd, uint32_t pid);
 void *rpcrdma__shm_region_map(const char *name, uint32_t pid);
 void rpcrdma__shm_region_unmap(void *hdr);
 int rpcrdma__shm_region_unlock(void *hdr);
+void rpcrdma__shm_region_hold(void *hdr);
 uint32_t rpcrdma__shm_region_pid(const void *hdr);
 int rpcrdma__shm_keep_begin(const char *name, char *keep, size_t len);
 void rpcrdma__shm_keep_end(const char *name, const char *keep);
 
-/* Monotonic milliseconds, for timeouts in the I/O layers. */
+/* Monotonic milliseconds, for timeouts in the I/O layers; coarse: as of the last clock
+ * tick (1-10 ms behind), cheaper to read. */
 int64_t rpcrdma__now_ms(void);
+int64_t rpcrdma__coarse_ms(void);
 
 #endif

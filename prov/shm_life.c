@@ -260,6 +260,14 @@ void rpcrdma__shm_keep_end(const char *name, const char *keep)
 		unlink(keep);
 }
 
+/* Take the region's lock and keep it, as a process stopped or killed inside libfabric
+ * does (tests of the lock watchdog, fabric_rdm.c). */
+void rpcrdma__shm_region_hold(void *hdr)
+{
+	if (hdr)
+		pthread_spin_lock((pthread_spinlock_t *)((uint8_t *)hdr + SMR17_LOCK_OFF));
+}
+
 /* Only for a region whose owner is dead: its lock then has no holder that will ever
  * release it, and whoever waits for it spins for ever. */
 int rpcrdma__shm_region_unlock(void *hdr)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "prov_int.h"
 #include "rpcrdma/prov.h"
 
 static void sleep_ms(long ms)
@@ -320,6 +321,96 @@ static void test_both_close(void)
 	rpcrdma_prov_close(p);
 }
 
+/* A client that connects, then takes the lock of each of its regions and keeps it, as if
+ * stopped inside libfabric; says so through fd, then waits to be killed. */
+static _Noreturn void holder_child(const char *arg)
+{
+	unsigned port = 0, fd = 0;
+	struct rpcrdma_prov *p = shm();
+	struct rpcrdma_ep *ep;
+	char prefix[32], held = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (!p || sscanf(arg, "%u:%u", &port, &fd) != 2 ||
+	    rpcrdma_connect(p, NULL, (uint16_t)port, NULL, 0, 5000, &ep))
+		_exit(2);
+	snprintf(prefix, sizeof(prefix), "%d:", (int)getpid());
+	d = opendir("/dev/shm");
+	while (d && (de = readdir(d)) != NULL)
+		if (!strncmp(de->d_name, prefix, strlen(prefix)) && !strchr(de->d_name, '.')) {
+			void *hdr = rpcrdma__shm_region_map(de->d_name, (uint32_t)getpid());
+
+			rpcrdma__shm_region_hold(hdr);
+			held += hdr != NULL;
+		}
+	if (d)
+		closedir(d);
+	if (write((int)fd, &held, 1) != 1)
+		_exit(3);
+	for (;;)
+		pause();
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The lock watchdog (prov/fabric_rdm.c): a post to a peer whose region lock is held by a
+ * process that will not let go (alive, stopped) waits inside libfabric until the watchdog
+ * releases the lock, WD_STUCK_MS after it first saw the call under way; then it goes. */
+static void test_lock_watchdog(void)
+{
+	struct rpcrdma_prov *p = shm();
+	struct rpcrdma_listener *l = NULL;
+	struct rpcrdma_connreq *r;
+	struct rpcrdma_ep *ep = NULL;
+	struct rpcrdma_mr *mr = NULL;
+	struct rpcrdma_cqe cqe;
+	static char msg[64] = "after the lock";
+	char arg[32], held = 0;
+	int fds[2] = { -1, -1 }, rc = -1;
+	double t0, took = 0;
+	pid_t pid = -1;
+
+	CHECK(p && rpcrdma_listen(p, NULL, 0, &l) == 0 && pipe(fds) == 0);
+	if (!l || fds[0] < 0)
+		goto out;
+	snprintf(arg, sizeof(arg), "%u:%d", rpcrdma_listener_port(l), fds[1]);
+	pid = spawn("--holder", arg);
+	CHECK(rpcrdma_listener_get(l, 5000, &r) == 0 && rpcrdma_accept(r, NULL, 0, 5000, &ep) == 0);
+	CHECK(read(fds[0], &held, 1) == 1 && held > 0);
+	CHECK(rpcrdma_mr_reg(p, msg, sizeof(msg), RPCRDMA_ACC_LOCAL, &mr) == 0);
+	if (!ep || !held || !mr)
+		goto out;
+	alarm(20);   /* without the watchdog the post spins for ever */
+	t0 = now_s();
+	rc = rpcrdma_post_send(ep, &(struct rpcrdma_sge){ mr, msg, sizeof(msg) }, msg);
+	for (int i = 0; rc == 0 && i < 5000 && rpcrdma_ep_poll(ep, &cqe, 1) == 0; i++)
+		sleep_ms(1);
+	took = now_s() - t0;
+	alarm(0);
+	CHECK_EQ_I(rc, 0);
+	/* WD_STUCK_MS (500) from the first look, which comes within WD_IDLE_MS (200) */
+	CHECK(took >= 0.45 && took < 5.0);
+	fprintf(stderr, "post under a held lock went after %.0f ms\n", took * 1000);
+out:
+	if (pid > 0)
+		check_killed_by_us(pid);
+	rpcrdma_mr_dereg(mr);
+	rpcrdma_ep_close(ep);
+	rpcrdma_listener_close(l);
+	rpcrdma_prov_close(p);
+	if (fds[0] >= 0) {
+		close(fds[0]);
+		close(fds[1]);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--listener")) {
@@ -328,10 +419,15 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && !strcmp(argv[1], "--client"))
 		return client_child(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--holder")) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		holder_child(argv[2]);
+	}
 	HARNESS_BEGIN(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	RUN(test_stopped_listener);
 	RUN(test_stopped_client);
 	RUN(test_both_close);
+	RUN(test_lock_watchdog);
 	HARNESS_END();
 }

@@ -29,8 +29,8 @@
  *   Send is delivered only after the Writes are placed (RFC 5666 relies on it). When it
  *   is 0 the caller (the engine) must wait for the Writes' completions first.
  *
- * Thread safety: a provider handle may be shared; an endpoint is used by one thread at a
- * time (the engine serialises).
+ * Thread safety: a provider handle may be shared; an endpoint, and a listener, is used by
+ * one thread at a time (the engine serialises).
  */
 #ifndef RPCRDMA_PROV_H
 #define RPCRDMA_PROV_H
