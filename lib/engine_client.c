@@ -28,14 +28,39 @@ static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 	rpcrdma__eng_dereg(e, &c->asm_mr);
 }
 
+/* Calls kept, with their header storage (2.7 KiB), for the next ones (objpool.h). */
+#define CALLS_KEPT 2
+
 static void free_call(struct rpcrdma_eng_call *c)
 {
 	free(c->p0_buf);
 	free(c->mrs);
-	free(c->hdr);
 	rpcrdma__bufcache_put(&c->e->cache, c->reply_buf, c->reply_buf_cap);
 	free(c->asm_buf);
+	if (rpcrdma__objpool_put(&c->e->objs, c, CALLS_KEPT))
+		return;
+	free(c->hdr);
 	free(c);
+}
+
+/* A cleared call with its header storage. */
+static struct rpcrdma_eng_call *alloc_call(struct rpcrdma_eng *e)
+{
+	struct rpcrdma_eng_call *c = rpcrdma__objpool_get(&e->objs);
+	struct rpcrdma_msg_storage *hdr;
+
+	if (c) {
+		hdr = c->hdr;
+		memset(c, 0, sizeof(*c));
+		c->hdr = hdr;
+		return c;
+	}
+	c = rpcrdma__zalloc(sizeof(*c));
+	if (c && !(c->hdr = malloc(sizeof(*c->hdr)))) {
+		free(c);
+		c = NULL;
+	}
+	return c;
 }
 
 static void release_credit(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
@@ -308,13 +333,12 @@ int rpcrdma_eng_call(struct rpcrdma_eng *e, const struct rpcrdma_call_args *a, v
 	rc = check_call_args(e, a);
 	if (rc)
 		return rc;
-	c = calloc(1, sizeof(*c));
+	c = alloc_call(e);
 	if (!c)
 		return -RPCRDMA_ERR_NOMEM;
-	c->hdr = malloc(sizeof(*c->hdr));
 	c->mrs_cap = a->nitems + a->nresults + 1;
-	c->mrs = calloc(c->mrs_cap, sizeof(*c->mrs));
-	if (!c->hdr || !c->mrs) {
+	c->mrs = rpcrdma__zalloc(c->mrs_cap * sizeof(*c->mrs));
+	if (!c->mrs) {
 		rc = -RPCRDMA_ERR_NOMEM;
 		goto out_free;
 	}
@@ -836,6 +860,10 @@ void rpcrdma__eng_client_destroy(struct rpcrdma_eng *e)
 			release_mrs(e, c);
 			free_call(c);
 		}
+	while ((c = rpcrdma__objpool_get(&e->objs)) != NULL) {
+		free(c->hdr);
+		free(c);
+	}
 }
 
 /* ---- accessors ---- */

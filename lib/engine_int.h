@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "bufcache.h"
+#include "objpool.h"
 #include "rpcrdma/engine.h"
 
 /* Intrusive doubly-linked lists (calls waiting or in flight, live requests). */
@@ -231,6 +232,8 @@ struct rpcrdma_eng {
 	uint32_t bc_nheld;
 	/* reply-chunk (client) and call (server) buffers kept for reuse */
 	struct rpcrdma__bufcache cache;
+	/* finished calls (with their header storage) or requests, for the next ones */
+	struct rpcrdma__objpool objs;
 	/* work waiting for resources */
 	struct eng_task *stall_head, *stall_tail;
 	uint64_t stall_since;          /* the head has waited since */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "objpool.h"
 #include "prov_opq.h"
 
 int rpcrdma__ring_reserve(struct rpcrdma__ring *r, uint32_t need)
@@ -155,7 +156,7 @@ void rpcrdma__opq_fail_all(struct rpcrdma__opq *q, struct rpcrdma__sink *s)
 static struct rpcrdma__op *op_new(struct rpcrdma__opq *q, uint32_t opcode, uint32_t npieces,
 				  void *ctx)
 {
-	struct rpcrdma__op *op = calloc(1, sizeof(*op) + npieces * sizeof(struct rpcrdma__piece));
+	struct rpcrdma__op *op = rpcrdma__zalloc(sizeof(*op) + npieces * sizeof(struct rpcrdma__piece));
 	uint32_t i;
 
 	if (!op)

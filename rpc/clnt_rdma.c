@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "objpool.h"
 #include "rpc_int.h"
 
 #define DEF_MAX_REPLY (1u << 20)
@@ -298,7 +299,7 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 			      enum clnt_stat *stat)
 {
 	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(ct->ids.prog, ct->ids.vers, proc);
-	struct ccall *call = calloc(1, sizeof(*call));
+	struct ccall *call = rpcrdma__zalloc(sizeof(*call));
 	int ddp = kind != CK_DETACHED &&
 		  rpcrdma__flavor_allows_ddp((int)ct->cl.cl_auth->ah_cred.oa_flavor);
 

@@ -21,6 +21,7 @@
 
 #include "rpc_int.h"
 #include "bufcache.h"
+#include "objpool.h"
 
 #include <rpc/svc_mt.h>
 
@@ -241,7 +242,7 @@ static uint32_t items_to_lend(const struct srv *s, const struct rpcrdma_eng_req 
  * unless it waits). */
 static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma__xdr *enc, uint32_t lent)
 {
-	struct reply_ctx *x = calloc(1, sizeof(*x));
+	struct reply_ctx *x = rpcrdma__zalloc(sizeof(*x));
 	uint32_t pos = XDR_GETPOS((XDR *)&enc->x), i;
 	uint64_t total = pos, at;
 

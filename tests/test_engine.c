@@ -430,6 +430,47 @@ static void test_all_chunks_in_one_call(void)
 	rig_down(&g);
 }
 
+/* Finished calls and requests are kept for the next ones (internal/objpool.h): each shape
+ * of message, one after another on one connection, finds nothing left of the one before
+ * (chunk lists, a long call's read, a reply chunk, DDP results). */
+static void test_objects_reused_clean(void)
+{
+	static const struct {
+		uint32_t len;
+		int arg, res;
+		uint32_t max;
+	} shape[] = {
+		{ 200000, 1, 1, 100000 },        /* read list, write list, reply chunk */
+		{ 100, 0, 0, REPLY_MAX(100) },   /* all inline */
+		{ 9000, 0, 0, REPLY_MAX(9000) }, /* past the 4 KiB inline: long call and reply */
+		{ 3, 1, 1, REPLY_MAX(3) },       /* odd length, chunks again */
+		{ 0, 0, 0, REPLY_MAX(0) },
+	};
+	const unsigned n = sizeof(shape) / sizeof(shape[0]);
+	struct rpcrdma_eng_stats cs, ss;
+	struct echo_slot *s;
+	struct rig g;
+	unsigned round, i;
+
+	rig_up(&g, NULL);
+	for (round = 0; round < 2; round++)
+		for (i = 0; i < n; i++) {
+			s = start(&g, shape[i].len, shape[i].arg, shape[i].res, shape[i].max, 0);
+			pump(&g);
+			CHECK(s->done && s->status == 0 && s->verified);
+			CHECK(!shape[i].res || (s->buf.used && s->buf.len == shape[i].len));
+		}
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.calls, 2 * n);
+	CHECK_EQ_U(cs.replies, 2 * n);
+	CHECK_EQ_U(ss.replies, 2 * n);
+	CHECK_EQ_U(cs.write_chunks, 2 * 2);
+	CHECK_EQ_U(cs.long_calls, 2);
+	CHECK_EQ_U(ss.rdma_reads, 2 * 2 + 2);   /* two read chunks and one long call a round */
+	CHECK_EQ_U(g.bad_calls, 0);
+	rig_down(&g);
+}
+
 /* Odd lengths: XDR roundup is in neither chunk nor stream (RFC 8166 §3.4.5); the server
  * puts the pad back. */
 static void test_odd_length_roundup(void)
@@ -2670,6 +2711,7 @@ int main(int argc, char **argv)
 	RUN(test_inline_both_ways);
 	RUN(test_all_chunks_in_one_call);
 	RUN(test_odd_length_roundup);
+	RUN(test_objects_reused_clean);
 	RUN(test_long_call);
 	RUN(test_long_call_with_item);
 	RUN(test_long_call_with_item_combined);
