@@ -965,6 +965,25 @@ static int parse(int argc, char **argv, struct cfg *c)
 	return 0;
 }
 
+/* SIGTERM, and SIGKILL if that has not ended it within STOP_MS: perf never hangs on it. */
+#define STOP_MS 2000
+
+static void stop_server(struct cfg *c)
+{
+	int i;
+
+	if (c->child <= 0)
+		return;
+	kill(c->child, SIGTERM);
+	for (i = 0; i < STOP_MS && waitpid(c->child, NULL, WNOHANG) == 0; i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	if (i == STOP_MS) {
+		kill(c->child, SIGKILL);
+		waitpid(c->child, NULL, 0);
+	}
+	c->child = 0;
+}
+
 /* No server given: `serve` in a child on loopback (forked before anything opens libfabric). */
 static int start_server(struct cfg *c)
 {
@@ -978,6 +997,12 @@ static int start_server(struct cfg *c)
 	if (c->child == 0) {
 		uint16_t r = 0, t = 0;
 
+		/* perf stops it with SIGTERM, and a terminal's Ctrl-C is perf's to handle: the
+		 * handlers libpsm2's constructor installs (Debian's libfabric loads it) print
+		 * from the signal, and one that came while this process was inside malloc
+		 * waited for the allocator's lock for ever (perf hung in waitpid) */
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_IGN);
 		close(fds[0]);
 		/* one process per capture file: the environment's is the client's */
 		unsetenv("RPCRDMA_PCAP");
@@ -1130,10 +1155,7 @@ out:
 out_busy:
 	stop_busy(&c);
 out_server:
-	if (c.child > 0) {
-		kill(c.child, SIGTERM);
-		waitpid(c.child, NULL, 0);
-	}
+	stop_server(&c);
 	free(wdata);
 	return stop_sig ? 128 + stop_sig : rc;
 }
