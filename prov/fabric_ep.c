@@ -212,6 +212,11 @@ void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 			else if (ent[i].op_context)   /* none is ours without one */
 				complete_piece(e, ent[i].op_context, 0, (uint32_t)ent[i].len, s);
 		}
+		/* a short batch emptied the queue: on a live connection, what comes next is for
+		 * the next poll (reading again to find it empty was a whole fi_cq_read, locks
+		 * and all, per message received); a closing one is drained to the end */
+		if (n < CQ_BATCH && e->base.connected)
+			return;
 	}
 }
 
