@@ -992,7 +992,7 @@ static void *progress(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		if (trim && rpcrdma__rpc_give_back_memory())
 			trim = false;
-		if (s->opts.dispatch_inline)
+		if (s->opts.dispatch_inline && ready)   /* a look costs two lock round trips */
 			work += dispatch_ready(s);
 		else if (ready)
 			wake_workers();
