@@ -234,6 +234,7 @@ struct rpcrdma_eng {
 	struct rpcrdma__bufcache cache;
 	/* finished calls (with their header storage) or requests, for the next ones */
 	struct rpcrdma__objpool objs;
+	uint64_t objs_since;           /* server: when the last one was kept */
 	/* work waiting for resources */
 	struct eng_task *stall_head, *stall_tail;
 	uint64_t stall_since;          /* the head has waited since */

@@ -827,11 +827,6 @@ static int accept_one(struct srv *s)
  * end before a client at depth 1 sends its next call, and each call then paid a sleep
  * and a doorbell ring (NULL over shm ~12% slower). */
 #define IDLE_SPIN_US 100
-/* The listener is looked at every ACCEPT_EVERY rounds, and in each round after one that
- * slept (its descriptor may have woken us) or accepted (more may be waiting): a look is a
- * completion-queue read of its own, and in every round it made a spinning round ~40%
- * longer (NULL over shm: the round's length is how late a call is seen). */
-#define ACCEPT_EVERY 8
 #define PREPARE_QUIET_MS 1   /* quiet this long: the listener prepares the next accept */
 #define SLEEP_MAX_MS 1000
 
@@ -962,8 +957,7 @@ static void *progress(void *arg)
 	unsigned idle = 0, backoff = 0;   /* empty rounds; back-off rounds (no descriptor) */
 	uint64_t quiet_since = 0;         /* of the current empty rounds */
 	uint64_t work_us = 0;             /* the last round that found work */
-	unsigned rounds = 0;
-	bool trim = false, look = true;   /* look: at the listener, this round */
+	bool trim = false;
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		uint64_t now_us = rpcrdma__rpc_now_us();   /* one clock read a round */
@@ -973,8 +967,7 @@ static void *progress(void *arg)
 
 		pthread_mutex_lock(&s->lock);
 		s->next_due = UINT64_MAX;
-		work = look || ++rounds % ACCEPT_EVERY == 0 ? accept_one(s) : 0;
-		look = work > 0;
+		work = accept_one(s);
 		for (c = s->conns; c; c = c->next) {
 			work += poll_conn(c, now_us / 1000u);
 			ready |= c->head != NULL || (c->dead && !c->destroyed);
@@ -1003,14 +996,11 @@ static void *progress(void *arg)
 		} else if (sleep && !trim) {
 			sleep_until(s, s->next_due);
 			idle = backoff = 0;
-			look = true;
 		} else {
 			idle++;
 			/* without descriptors the spin ends after IDLE_SPINS rounds, in back-off */
-			if (!spin || (s->epfd < 0 && idle > IDLE_SPINS)) {
+			if (!spin || (s->epfd < 0 && idle > IDLE_SPINS))
 				rpcrdma__idle_backoff(&backoff);   /* quiet time starts at 0 */
-				look = true;
-			}
 		}
 	}
 	return NULL;
