@@ -1,14 +1,27 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target: decode any bytes in every direction; whatever decodes must
- * re-encode to exactly the header bytes it was decoded from. Also feeds the RPC peek
- * and the connection formats. Aborts on any inconsistency. */
+ * re-encode to exactly the header bytes it was decoded from, and the fast path for the
+ * common shapes must agree with the general decoder (tests/decode_same.h), under the
+ * defaults and under small limits. Also feeds the RPC peek and the connection formats.
+ * Aborts on any inconsistency. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_same.h"
 #include "rpcrdma/codec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_same_decoders(const uint8_t *data, size_t size, enum rpcrdma_dir dir)
+{
+	static const struct rpcrdma_limits small = { 1, 1, 3 };
+	bool fast;
+
+	if (decode_same(data, size, dir, NULL, 64, &fast) ||
+	    decode_same(data, size, dir, &small, 2, &fast))
+		abort();
+}
 
 static void check_roundtrip(const uint8_t *data, size_t size, enum rpcrdma_dir dir)
 {
@@ -19,6 +32,7 @@ static void check_roundtrip(const uint8_t *data, size_t size, enum rpcrdma_dir d
 	uint8_t out[4096];
 	int rc, n;
 
+	check_same_decoders(data, size, dir);
 	rpcrdma_msg_bind(&m, &st);
 	rc = rpcrdma_decode(data, size, dir, NULL, &m, &ds);
 	if (rc) {

@@ -4,8 +4,10 @@
  * Every count and length is checked against the bytes present and the limits before
  * it is used; lengths are summed in 64 bits. docs/CODEC.md lists the choices made. */
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "rpcrdma/codec.h"
+#include "codec_int.h"
 #include "xdr_be.h"
 
 /* The decoder's helpers are one rule each; forcing them inline lets the compiler keep
@@ -511,9 +513,12 @@ static const struct rpcrdma_limits default_limits = {
 	RPCRDMA_DEF_CHUNK_SEGS, RPCRDMA_DEF_LIST_CHUNKS, RPCRDMA_DEF_TOTAL_SEGS,
 };
 
-int rpcrdma_decode(const void *buf, size_t len, enum rpcrdma_dir dir,
-		   const struct rpcrdma_limits *lim, struct rpcrdma_msg *m,
-		   struct rpcrdma_decode_status *st)
+/* Not inlined into rpcrdma_decode(): its frame would be paid by the fast path too. */
+__attribute__((noinline)) int rpcrdma__decode_full(const void *buf, size_t len,
+						   enum rpcrdma_dir dir,
+						   const struct rpcrdma_limits *lim,
+						   struct rpcrdma_msg *m,
+						   struct rpcrdma_decode_status *st)
 {
 	struct rpcrdma_decode_status dummy;
 	struct dec d;
@@ -549,6 +554,168 @@ int rpcrdma_decode(const void *buf, size_t len, enum rpcrdma_dir dir,
 	default:
 		return fail_at(d.st, RPCRDMA_BAD_PROC, 12);
 	}
+}
+
+/* ---- the common shapes ----
+ *
+ * Nearly every message is an RDMA_MSG whose read list, write list and reply chunk each
+ * hold at most one item of one segment (a NULL call, an NFS READ's write chunk, a WRITE's
+ * read chunk, a reply chunk, a reply echoing its write chunk). Such a header is accepted
+ * here without the general machinery: every rule that applies to it is checked on the
+ * words themselves, and anything else (another shape, a limit below three, any doubt) goes
+ * to rpcrdma__decode_full(), which alone reports errors. Both give the same result for
+ * every input the fast path accepts: tests/test_codec_fast.c and fuzz/fuzz_decode.c
+ * compare them. */
+
+#define FAST_MAX_SEGS 3u
+
+/* The limits and the caller's storage leave room for any of the common shapes. */
+INLINE bool fast_room(const struct rpcrdma_limits *lim, const struct rpcrdma_msg *m)
+{
+	if (lim && (lim->max_chunk_segs < 1 || lim->max_list_chunks < 1 ||
+		    lim->max_total_segs < FAST_MAX_SEGS))
+		return false;
+	return m->reads_cap >= 1 && m->writes_cap >= 1 && m->segs_cap >= 2;
+}
+
+/* One optional item at *q: the word 0 (none), or 1, a lead word (a position, or a segment
+ * count) and one segment that does not wrap. *item is the lead word, or NULL. */
+INLINE bool fast_item(const uint8_t **q, const uint8_t *end, const uint8_t **item)
+{
+	const uint8_t *p = *q;
+	uint64_t off;
+	uint32_t d;
+
+	if (end - p < 4)
+		return false;
+	d = rpcrdma__get32(p);
+	if (d == 0) {
+		*item = NULL;
+		*q = p + 4;
+		return true;
+	}
+	if (d != 1 || end - p < (ptrdiff_t)(8 + SEG_LEN))
+		return false;
+	off = rpcrdma__get64(p + 16);
+	if (off + rpcrdma__get32(p + 12) < off)
+		return false;
+	*item = p + 4;
+	*q = p + 8 + SEG_LEN;
+	return true;
+}
+
+/* A list of at most one item: the item, then the list's end. */
+INLINE bool fast_list(const uint8_t **q, const uint8_t *end, const uint8_t **item)
+{
+	const uint8_t *none;
+
+	if (!fast_item(q, end, item))
+		return false;
+	return !*item || (fast_item(q, end, &none) && !none);
+}
+
+INLINE void fast_seg(struct rpcrdma_segment *s, const uint8_t *p)
+{
+	s->handle = rpcrdma__get32(p);
+	s->length = rpcrdma__get32(p + 4);
+	s->offset = rpcrdma__get64(p + 8);
+}
+
+INLINE void fast_chunk(struct rpcrdma_write_chunk *c, struct rpcrdma_segment *s,
+		       const uint8_t *item)
+{
+	fast_seg(s, item + 4);
+	c->segs = s;
+	c->nsegs = 1;
+}
+
+/* The direction an RDMA_MSG's RPC body declares (msg_type, RFC 5531 §9), when the
+ * caller left it open. */
+INLINE uint32_t fast_dir(enum rpcrdma_dir dir, const uint8_t *body)
+{
+	uint32_t t;
+
+	if (dir != RPCRDMA_DIR_ANY)
+		return dir;
+	t = rpcrdma__get32(body + 4);
+	if (t == RPCRDMA_RPC_CALL)
+		return RPCRDMA_DIR_CALL;
+	return t == RPCRDMA_RPC_REPLY ? RPCRDMA_DIR_REPLY : RPCRDMA_DIR_ANY;
+}
+
+/* Each field of m is stored once (reset_msg()'s stores could not be merged with the
+ * later ones: the segment stores may alias m for all the compiler knows). */
+INLINE bool decode_fast(const uint8_t *buf, size_t len, enum rpcrdma_dir dir,
+			const struct rpcrdma_limits *lim, struct rpcrdma_msg *m,
+			struct rpcrdma_decode_status *st)
+{
+	const uint8_t *q, *end = buf + len, *rd, *wr, *rp;
+	uint32_t xid, pos = 0, body_len;
+	struct rpcrdma_segment *s;
+
+	if (!fast_room(lim, m) || len < RPCRDMA_FIXED_HDR_LEN || len > UINT32_MAX ||
+	    rpcrdma__get32(buf + 4) != RPCRDMA_VERSION || rpcrdma__get32(buf + 12) != RPCRDMA_MSG)
+		return false;
+	q = buf + RPCRDMA_FIXED_HDR_LEN;
+	if (!fast_list(&q, end, &rd) || !fast_list(&q, end, &wr) || !fast_item(&q, end, &rp))
+		return false;
+	if ((wr && rpcrdma__get32(wr) != 1) || (rp && rpcrdma__get32(rp) != 1))
+		return false;
+	body_len = (uint32_t)(end - q);
+	xid = rpcrdma__get32(buf);
+	if (body_len < RPCRDMA_MIN_RPC_LEN || rpcrdma__get32(q) != xid)
+		return false;
+	if (rd) {
+		/* RFC 8166 §3.4.5: inside the inline stream; no position zero in RDMA_MSG */
+		pos = rpcrdma__get32(rd);
+		if (pos == 0 || (pos & 3u) || pos > body_len)
+			return false;
+	}
+
+	m->xid = xid;
+	m->vers = RPCRDMA_VERSION;
+	m->credits = rpcrdma__get32(buf + 8);
+	m->proc = RPCRDMA_MSG;
+	m->align = m->thresh = 0;
+	m->err = m->vers_low = m->vers_high = 0;
+	m->nreads = rd != NULL;
+	m->nwrites = wr != NULL;
+	m->has_reply = rp != NULL;
+	m->reply.segs = NULL;
+	m->reply.nsegs = 0;
+	m->hdr_len = (uint32_t)(q - buf);
+	m->body_len = body_len;
+	m->body = q;
+	m->dir = fast_dir(dir, q);
+	st->reason = RPCRDMA_OK;
+	st->answer = RPCRDMA_WIRE_ERR_NONE;
+	st->offset = 0;
+	if (rd) {
+		m->reads[0].position = pos;
+		fast_seg(&m->reads[0].seg, rd + 4);
+	}
+	s = m->segs;
+	if (wr)
+		fast_chunk(&m->writes[0], s++, wr);
+	if (rp)
+		fast_chunk(&m->reply, s, rp);
+	return true;
+}
+
+bool rpcrdma__decode_fast(const uint8_t *buf, size_t len, enum rpcrdma_dir dir,
+			  const struct rpcrdma_limits *lim, struct rpcrdma_msg *m,
+			  struct rpcrdma_decode_status *st)
+{
+	return decode_fast(buf, len, dir, lim, m, st);
+}
+
+int rpcrdma_decode(const void *buf, size_t len, enum rpcrdma_dir dir,
+		   const struct rpcrdma_limits *lim, struct rpcrdma_msg *m,
+		   struct rpcrdma_decode_status *st)
+{
+	if (m && buf && st && dir <= RPCRDMA_DIR_REPLY && decode_fast(buf, len, dir, lim, m, st))
+		return 0;
+	return rpcrdma__decode_full(buf, len, dir, lim, m, st);
 }
 
 uint64_t rpcrdma_read_chunk_len(const struct rpcrdma_msg *m, uint32_t i, uint32_t *next)

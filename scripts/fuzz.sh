@@ -18,7 +18,7 @@ flags=(-std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer,address,undef
 gen=${BUILD_DIR:-build}/include
 [ -f "$gen/rpcrdma/version.h" ] || cmake -S . -B "${BUILD_DIR:-build}" >/dev/null
 flags+=(-I"$gen")
-clang "${flags[@]}" lib/codec_*.c lib/errors.c fuzz/fuzz_decode.c -o build-fuzz/fuzz_decode
+clang "${flags[@]}" -Itests lib/codec_*.c lib/errors.c fuzz/fuzz_decode.c -o build-fuzz/fuzz_decode
 clang "${flags[@]}" -D_GNU_SOURCE -DRPCRDMA_BUILDING -Itests -Iprov lib/*.c internal/*.c $(ls prov/*.c | grep -v prov_verbs.c) \
 	fuzz/fuzz_engine.c $(pkg-config --cflags --libs libfabric) -lpthread -lz \
 	-o build-fuzz/fuzz_engine
