@@ -220,14 +220,24 @@ void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 	}
 }
 
+/* A connection's event queue has news only when the connection ends, but each read of
+ * it costs a system call (libfabric tcp runs its progress, an epoll_wait): a polled
+ * connection reads it at most once per EQ_LOOK_MS. Before sleeping, fi_trywait covers
+ * it; when that found it pending (arm_locked), the next poll reads it whatever the time. */
 static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
 {
 	struct fi_eq_cm_entry ent;
 	uint32_t event;
+	int64_t now;
 	ssize_t rc;
 
 	if (!e->eq || !e->ep)
 		return;
+	now = rpcrdma__coarse_ms();
+	if (!e->eq_due && now - e->eq_looked < EQ_LOOK_MS)
+		return;
+	e->eq_looked = now;
+	e->eq_due = 0;
 	rc = fi_eq_read(e->eq, &event, &ent, sizeof(ent), 0);
 	if (rc == -FI_EAVAIL) {
 		struct fi_eq_err_entry err;
@@ -580,8 +590,10 @@ static int arm_locked(struct fab_ep *e)
 		return rdm_arm_locked(e);
 	if (e->q.stash.n || !e->ep || e->peer_gone || e->epfd < 0)
 		return -RPCRDMA_ERR_AGAIN;
-	if (fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) != FI_SUCCESS)
+	if (fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) != FI_SUCCESS) {
+		e->eq_due = 1;   /* whichever of the two has news */
 		return -RPCRDMA_ERR_AGAIN;
+	}
 	e->armed = e->sh != NULL;
 	return 0;
 }
@@ -678,8 +690,10 @@ int rpcrdma__fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 
 	sh_lock(e);
 	awake(e);
+	/* completions kept from before (an injected Send's) are news enough for one poll:
+	 * the completion queue is read at the next (a read is a system call over tcp) */
 	s.n = rpcrdma__opq_pop(&e->q, out, max);
-	if (s.n < max) {
+	if (s.n == 0) {
 		rpcrdma__fab_cq_drain(e, &s);
 		if (s.n == 0)
 			eq_check(e, &s);
@@ -779,7 +793,11 @@ static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
 		POST_RETRY(e, rc, budget, fi_recv(e->ep, laddr, len, desc, 0, fctx));
 	else if (opcode == RPCRDMA_OP_SEND && e->fp->rdm)
 		POST_RETRY(e, rc, budget, fi_tsend(e->ep, laddr, len, desc, e->peer, TAG_DATA, fctx));
-	else if (opcode == RPCRDMA_OP_SEND)
+	else if (opcode == RPCRDMA_OP_SEND && len <= e->fp->inject_max) {
+		POST_RETRY(e, rc, budget, fi_inject(e->ep, laddr, len, 0));
+		if (!rc)
+			return RPCRDMA__POSTED_DONE;   /* no completion comes for it */
+	} else if (opcode == RPCRDMA_OP_SEND)
 		POST_RETRY(e, rc, budget, fi_send(e->ep, laddr, len, desc, 0, fctx));
 	else if (opcode == RPCRDMA_OP_READ)
 		POST_RETRY(e, rc, budget, fi_read(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));

@@ -40,6 +40,7 @@
 #define CTRL_F_BELL 0x02u          /* ... then the doorbell page's name (ACCEPT) */
 #define CTRL_MAX (12 + 1 + RPCRDMA__BELL_FILE_MAX + CTRL_NAME_MAX + RPCRDMA_PDATA_MAX)
 #define PEER_CHECK_MS 50           /* how often an emulated connection looks at its peer */
+#define EQ_LOOK_MS 1               /* how often a polled connection reads its event queue */
 #define REAP_EVERY_MS 1000         /* how often a tcp listener looks for lost sockets */
 #define CQ_BATCH 16
 #define DEPTH_CAP 1024u
@@ -57,6 +58,7 @@ struct fab_prov {
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	int rdm;
+	size_t inject_max;           /* Sends up to this size go by fi_inject (tcp); or 0 */
 	unsigned parked;             /* RDM: its endpoints parked (fabric_rdm.c); under the
 					park lock */
 	int closed;                  /* closed by its owner; freed by the last parked one */
@@ -110,6 +112,8 @@ struct fab_ep {
 					RDM: marked asleep in the doorbell's page */
 	int signalled;               /* with sh: wake_fd was written; under sh->lock */
 	struct fid_eq *eq;           /* MSG */
+	int64_t eq_looked;           /* MSG: when eq was last read (coarse clock) */
+	int eq_due;                  /* MSG: read eq at the next poll, whenever it was read */
 	struct fid_av *av;           /* RDM */
 	fi_addr_t peer;              /* RDM: the peer's address; MSG: unused */
 	int epfd;                    /* epoll over the wait fds, or -1 */

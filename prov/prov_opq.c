@@ -193,7 +193,7 @@ int rpcrdma__post_one(struct rpcrdma__opq *q, int connected, uint32_t opcode,
 	if (!op)
 		return -RPCRDMA_ERR_NOMEM;
 	rc = post(impl, opcode, sge->addr, sge->len, sge->mr, 0, 0, &op->pieces[0]);
-	if (rc) {
+	if (rc < 0) {
 		free(op);
 		return rc;
 	}
@@ -204,6 +204,8 @@ int rpcrdma__post_one(struct rpcrdma__opq *q, int connected, uint32_t opcode,
 		q->rx_used++;
 	else
 		q->tx_used++;
+	if (rc == RPCRDMA__POSTED_DONE)   /* its completion, kept for the next poll */
+		rpcrdma__piece_done(q, &op->pieces[0], 0, 0, NULL);
 	return 0;
 }
 

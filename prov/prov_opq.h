@@ -81,8 +81,11 @@ void rpcrdma__piece_done(struct rpcrdma__opq *q, struct rpcrdma__piece *pc, int 
  * completed with -RPCRDMA_ERR_DISCONN. */
 void rpcrdma__opq_fail_all(struct rpcrdma__opq *q, struct rpcrdma__sink *s);
 
-/* Post one piece: the implementation's call, returning 0 or a negative RPCRDMA_ERR_*.
- * For a Send or receive, raddr and key are 0. */
+/* Post one piece: the implementation's call, returning 0, RPCRDMA__POSTED_DONE when the
+ * piece was done as it was posted and no completion will come for it (libfabric's
+ * fi_inject: the data was copied), or a negative RPCRDMA_ERR_*. For a Send or receive,
+ * raddr and key are 0. Only rpcrdma__post_one's Sends may be done at once. */
+#define RPCRDMA__POSTED_DONE 1
 typedef int (*rpcrdma__post_fn)(void *impl, uint32_t opcode, void *laddr, uint32_t len,
 				struct rpcrdma_mr *mr, uint64_t raddr, uint32_t key,
 				struct rpcrdma__piece *pc);

@@ -857,7 +857,7 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 {
 	struct rpcrdma_cqe c[32];
 	uint64_t now, due;
-	int i, n;
+	int i, n, news;
 
 	if (!conn_alive(ct)) {
 		now = ct->now = rpcrdma__rpc_now();
@@ -873,15 +873,19 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	n = rpcrdma_ep_poll(ct->ep, c, 32);
 	now = ct->now = rpcrdma__rpc_now();   /* one read per poll: a spinning waiter's
 						  clock reads were a fifth of its time */
-	for (i = 0; i < n; i++)
+	for (i = 0, news = 0; i < n; i++) {
+		/* a Send done says nothing of the server: over tcp most are done as posted */
+		news += c[i].op != RPCRDMA_OP_SEND || c[i].status;
 		rpcrdma_eng_on_cqe(ct->eng, &c[i], now);
+	}
 	due = rpcrdma_eng_tick(ct->eng, now);
 	expire_background(ct, now);
-	if (n) {
+	if (n)
+		wake_sleepers(ct);
+	if (news) {
 		ct->idle = 0;
 		ct->backoff = 0;
 		ct->last_rx = now;
-		wake_sleepers(ct);
 	}
 	keepalive(ct, now);
 	if (!conn_alive(ct))
@@ -897,7 +901,7 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	 * and can sleep on a descriptor (shm without its doorbell has none: backing off there
 	 * yields the core to whatever holds it for a scheduler slice, worse than polling) */
 	ct->sleep_ms = 0;
-	if (n)
+	if (news)
 		return 0;
 	ct->idle++;
 	if (wait_ms && (ct->idle > SPIN_POLLS ||

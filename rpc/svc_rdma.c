@@ -80,6 +80,8 @@ struct srv {
 	int epfd;                        /* the progress thread sleeps here when idle */
 	int wake_fd;                     /* an eventfd in it: stop, a connection destroyed */
 	uint64_t next_due;               /* earliest engine deadline of this round */
+	uint64_t listener_looked;        /* when the progress thread last polled it (ms) */
+	bool listener_due;               /* poll it at the next round, whenever that was */
 	uint32_t lend_min;               /* results this long are written from where they are */
 	struct sconn *conns;
 	struct srv *next;
@@ -779,13 +781,30 @@ static void conn_free(struct sconn *c)
 	free(c);
 }
 
-static int accept_one(struct srv *s)
+/* While connections keep the progress thread busy, the listener is polled once a
+ * millisecond, not every round: over tcp each poll is a system call (libfabric runs its
+ * event queue's progress), two per call at depth 1 on a busy host. Before the thread
+ * sleeps, arming the listener finds a pending connection (can_sleep), and the next
+ * round polls it whatever the time. */
+#define LISTENER_LOOK_MS 1
+
+static bool listener_look_now(struct srv *s, uint64_t now_ms)
+{
+	if (!s->listener_due && now_ms - s->listener_looked < LISTENER_LOOK_MS)
+		return false;
+	s->listener_due = false;
+	s->listener_looked = now_ms;
+	return true;
+}
+
+static int accept_one(struct srv *s, uint64_t now_ms)
 {
 	struct rpcrdma_connreq *req;
 	struct sconn *c;
 
-	if (rpcrdma_listener_get(s->l, 0, &req))
+	if (!listener_look_now(s, now_ms) || rpcrdma_listener_get(s->l, 0, &req))
 		return 0;
+	s->listener_due = true;   /* another may be waiting behind it */
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		rpcrdma_reject(req, NULL, 0);
@@ -849,8 +868,12 @@ static int can_sleep(struct srv *s)
 {
 	struct sconn *c;
 
-	if (s->epfd < 0 || rpcrdma_listener_arm(s->l))
+	if (s->epfd < 0)
 		return 0;
+	if (rpcrdma_listener_arm(s->l)) {
+		s->listener_due = true;
+		return 0;
+	}
 	for (c = s->conns; c; c = c->next) {
 		if (c->destroyed || c->dead)
 			continue;   /* nothing more comes from it; svc_run destroys it (wake) */
@@ -967,7 +990,7 @@ static void *progress(void *arg)
 
 		pthread_mutex_lock(&s->lock);
 		s->next_due = UINT64_MAX;
-		work = accept_one(s);
+		work = accept_one(s, now_us / 1000u);
 		for (c = s->conns; c; c = c->next) {
 			work += poll_conn(c, now_us / 1000u);
 			ready |= c->head != NULL || (c->dead && !c->destroyed);

@@ -3,7 +3,9 @@
  * also when the caller posts more work before polling: nothing is lost or overwritten.
  * Two processes over libfabric tcp: the client sends two waves of messages; the server
  * waits (collecting) after each wave, posting the second wave's receives in between,
- * and only then polls. Every receive must come out exactly once, with its data. */
+ * and only then polls. Every receive must come out exactly once, with its data.
+ * Sends no larger than the tcp provider's inject size are done as they are posted (no
+ * completion comes from libfabric): each still completes exactly once, from the stash. */
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -147,9 +149,138 @@ static void test_stash_keeps_everything(void)
 	free(mem);
 }
 
+#define MIXED 600        /* more than the send queue holds, were small sends queued */
+#define SMALL 100        /* under tcp's inject size (128) */
+#define LARGE 512
+
+static uint32_t mixed_len(int k)
+{
+	return k % 4 == 3 ? LARGE : SMALL;
+}
+
+/* Every send posted, only then every completion read: the small ones must not hold
+ * places in the send queue, and each completes once with its context. */
+static int mixed_client(uint16_t port, int a, int b)
+{
+	static uint8_t seen[MIXED];
+	struct rpcrdma_cqe c[16];
+	struct rpcrdma_prov *p;
+	struct rpcrdma_ep *ep;
+	uint8_t *buf;
+	int k, n, done = 0, large = 0;
+
+	(void)a;
+	(void)b;
+	if (rpcrdma_prov_open("tcp", &p, NULL, 0) ||
+	    rpcrdma_connect(p, "127.0.0.1", port, NULL, 0, 10000, &ep))
+		return 1;
+	if (rpcrdma_prov_caps(p)->inject_size < SMALL)
+		return 2;
+	buf = calloc(MIXED, LARGE);
+	if (!buf || rpcrdma_mr_reg(p, buf, (size_t)MIXED * LARGE, RPCRDMA_ACC_LOCAL, &mr))
+		return 3;
+	for (k = 0; k < MIXED; k++) {
+		struct rpcrdma_sge s = { mr, buf + (size_t)k * LARGE, mixed_len(k) };
+
+		memset(s.addr, (k % 251) + 1, s.len);
+		if (rpcrdma_post_send(ep, &s, (void *)(uintptr_t)(k + 1)))
+			return 4;
+		large += mixed_len(k) == LARGE;
+		/* the large ones take places in the queue until they complete */
+		while (large > 64) {
+			n = rpcrdma_ep_poll(ep, c, 16);
+			if (n == 0 && rpcrdma_ep_wait(ep, 5000))
+				return 5;
+			for (int i = 0; i < n; i++) {
+				int idx = (int)(uintptr_t)c[i].ctx - 1;
+
+				if (c[i].op != RPCRDMA_OP_SEND || c[i].status || idx < 0 ||
+				    idx >= MIXED || seen[idx]++)
+					return 6;
+				large -= mixed_len(idx) == LARGE;
+				done++;
+			}
+		}
+	}
+	while (done < MIXED) {
+		n = rpcrdma_ep_poll(ep, c, 16);
+		if (n == 0 && rpcrdma_ep_wait(ep, 5000))
+			return 7;
+		for (int i = 0; i < n; i++) {
+			int idx = (int)(uintptr_t)c[i].ctx - 1;
+
+			if (c[i].op != RPCRDMA_OP_SEND || c[i].status || idx < 0 || idx >= MIXED ||
+			    seen[idx]++)
+				return 8;
+			done++;
+		}
+	}
+	n = rpcrdma_ep_poll(ep, c, 16);   /* nothing more: each exactly once */
+	rpcrdma_ep_close(ep);
+	rpcrdma_mr_dereg(mr);
+	rpcrdma_prov_close(p);
+	free(buf);
+	return n == 0 ? 0 : 9;
+}
+
+static void test_small_sends_done_at_once(void)
+{
+	struct rpcrdma_listener *l;
+	struct rpcrdma_connreq *req;
+	struct rpcrdma_prov *p;
+	struct rpcrdma_ep *ep;
+	struct rpcrdma_cqe c[16];
+	int i, total = 0, bad = 0;
+	uint8_t *buf;
+	pid_t child;
+
+	child = tcp_child(mixed_client, -1, -1, &p, &l);
+	CHECK_EQ_I(rpcrdma_listener_get(l, 10000, &req), 0);
+	CHECK_EQ_I(rpcrdma_accept(req, NULL, 0, 10000, &ep), 0);
+	buf = calloc(MIXED, LARGE);
+	CHECK(buf && !rpcrdma_mr_reg(p, buf, (size_t)MIXED * LARGE, RPCRDMA_ACC_LOCAL, &mr));
+	for (i = 0; i < 256; i++) {
+		struct rpcrdma_sge s = { mr, buf + (size_t)i * LARGE, LARGE };
+
+		CHECK_EQ_I(rpcrdma_post_recv(ep, &s, (void *)(uintptr_t)(i + 1)), 0);
+	}
+	/* tcp keeps the order: the k-th message lands in the k-th receive posted */
+	while (total < MIXED) {
+		int n = rpcrdma_ep_poll(ep, c, 16), k;
+
+		if (n == 0 && rpcrdma_ep_wait(ep, 5000))
+			break;
+		for (k = 0; k < n; k++) {
+			int idx = (int)(uintptr_t)c[k].ctx - 1, j;
+			uint8_t *d = buf + (size_t)idx * LARGE;
+
+			CHECK(c[k].op == RPCRDMA_OP_RECV && c[k].status == 0);
+			CHECK_EQ_U(c[k].len, mixed_len(total));
+			CHECK_EQ_I(idx, total);
+			for (j = 0; j < (int)c[k].len; j++)
+				bad += d[j] != (uint8_t)((total % 251) + 1);
+			total++;
+			if (idx + 256 < MIXED) {
+				struct rpcrdma_sge s = { mr, buf + (size_t)(idx + 256) * LARGE, LARGE };
+
+				CHECK_EQ_I(rpcrdma_post_recv(ep, &s, (void *)(uintptr_t)(idx + 257)), 0);
+			}
+		}
+	}
+	CHECK_EQ_I(total, MIXED);
+	CHECK_EQ_I(bad, 0);
+	tcp_child_done(child);
+	rpcrdma_ep_close(ep);
+	rpcrdma_listener_close(l);
+	rpcrdma_mr_dereg(mr);
+	rpcrdma_prov_close(p);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	HARNESS_BEGIN(argc, argv);
 	RUN(test_stash_keeps_everything);
+	RUN(test_small_sends_done_at_once);
 	HARNESS_END();
 }
