@@ -43,6 +43,14 @@ static void seg(struct wire *w, uint32_t handle)
 	word(w, 0x12345000u);
 }
 
+/* Shape number bits (0-7) of the eight: which of the three items it has. */
+static void pick(struct shape *s, unsigned bits)
+{
+	s->rd = bits & 1;
+	s->wr = !!(bits & 2);
+	s->rp = !!(bits & 4);
+}
+
 /* An RDMA_MSG of the given shape, built word by word (RFC 5666 §4.3). */
 static void build(struct wire *w, const struct shape *s)
 {
@@ -107,9 +115,7 @@ static void test_common_shapes_take_fast_path(void)
 	struct wire w;
 
 	for (bits = 0; bits < 8; bits++) {
-		s.rd = bits & 1;
-		s.wr = !!(bits & 2);
-		s.rp = !!(bits & 4);
+		pick(&s, bits);
 		for (t = 0; t < 3; t++) {
 			s.msg_type = types[t];
 			build(&w, &s);
@@ -208,9 +214,7 @@ static void test_corruptions_agree(void)
 	struct wire w;
 
 	for (bits = 0; bits < 8; bits++) {
-		s.rd = bits & 1;
-		s.wr = !!(bits & 2);
-		s.rp = !!(bits & 4);
+		pick(&s, bits);
 		build(&w, &s);
 		for (at = 0; at < w.len - 56; at++) {
 			uint8_t orig = w.b[at];
@@ -241,9 +245,7 @@ static void test_truncations_agree(void)
 	struct wire w;
 
 	for (bits = 0; bits < 8; bits++) {
-		s.rd = bits & 1;
-		s.wr = !!(bits & 2);
-		s.rp = !!(bits & 4);
+		pick(&s, bits);
 		build(&w, &s);
 		full = w.len;
 		memset(w.b + full, 0, sizeof(w.b) - full);
