@@ -13,7 +13,55 @@
  * and private data) or with REJECT. DISCONNECT tells the peer we are gone. Control
  * messages use their own tag, and data uses directed receives from the peer only, so
  * neither can be taken for the other. */
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdbool.h>
+
 #include "fabric_int.h"
+
+/* ---- signals taken by a library we never use ----
+ * Debian's libfabric links its psm provider's libinfinipath, whose constructor takes
+ * SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGILL and SIGABRT before main (libpsm2's builds may
+ * too): a program linked with us exited with status 1 on ^C or SIGTERM instead of dying
+ * by the signal (a shell's `wait` saw 1, not 130/143; systemd counts such a stop as a
+ * failure), and a crash left a "PROGRAM.HOST-PID,..." .btr backtrace file in the working
+ * directory. We never use psm, so when librpcrdma is loaded (after the libraries it
+ * depends on, so after theirs) the handlers those libraries installed, and only those,
+ * go back to the default; a program's own are left alone. RPCRDMA_KEEP_PSM_SIGNALS=1
+ * keeps them (docs/RPC.md). */
+static bool psm_owns(void *handler)
+{
+	Dl_info d;
+	const char *base;
+
+	if (handler == (void *)SIG_DFL || handler == (void *)SIG_IGN ||
+	    !dladdr(handler, &d) || !d.dli_fname)
+		return false;
+	base = strrchr(d.dli_fname, '/');
+	base = base ? base + 1 : d.dli_fname;
+	return !strncmp(base, "libinfinipath.", 14) || !strncmp(base, "libpsm", 6);
+}
+
+__attribute__((constructor)) static void give_back_psm_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV,
+				    SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	const char *keep = getenv("RPCRDMA_KEEP_PSM_SIGNALS");
+	size_t i;
+
+	if (keep && *keep && strcmp(keep, "0"))
+		return;
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction sa;
+		void *h;
+
+		if (sigaction(sigs[i], NULL, &sa))
+			continue;
+		h = (sa.sa_flags & SA_SIGINFO) ? (void *)sa.sa_sigaction : (void *)sa.sa_handler;
+		if (psm_owns(h))
+			signal(sigs[i], SIG_DFL);
+	}
+}
 
 /* ---- ops table glue ---- */
 

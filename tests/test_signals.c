@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A program linked with librpcrdma keeps the default actions of the fatal signals:
+ * Debian's libfabric loads libinfinipath (its psm provider), whose constructor takes
+ * SIGINT, SIGTERM, SIGSEGV, ... for itself (exit status 1 instead of death by the
+ * signal), and librpcrdma gives them back (prov/prov_fabric.c). Where no such library
+ * is installed the first two cases hold trivially; the third shows the test can tell
+ * (it sees the psm handlers when they are kept, or no psm library at all). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rpcrdma/prov.h"
+
+static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGILL,
+			    SIGFPE, SIGABRT };
+#define NSIGS (sizeof(sigs) / sizeof(sigs[0]))
+
+/* How many of the signals have a handler from libinfinipath or libpsm*. */
+static int psm_handlers(void)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < NSIGS; i++) {
+		struct sigaction sa;
+		void *h;
+		Dl_info d;
+
+		if (sigaction(sigs[i], NULL, &sa))
+			continue;
+		h = (sa.sa_flags & SA_SIGINFO) ? (void *)sa.sa_sigaction : (void *)sa.sa_handler;
+		if (h != (void *)SIG_DFL && h != (void *)SIG_IGN && dladdr(h, &d) && d.dli_fname &&
+		    (strstr(d.dli_fname, "libinfinipath.") || strstr(d.dli_fname, "/libpsm")))
+			n++;
+	}
+	return n;
+}
+
+static void test_no_psm_handlers(void)
+{
+	CHECK_EQ_I(psm_handlers(), 0);
+}
+
+/* Each of SIGTERM and SIGINT ends a child by the signal, as without librpcrdma. */
+static void test_term_and_int_kill(void)
+{
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		int sig = s ? SIGINT : SIGTERM, status = 0;
+		pid_t child = fork();
+
+		if (child == 0) {
+			raise(sig);
+			_exit(0);
+		}
+		CHECK(waitpid(child, &status, 0) == child);
+		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == sig);
+	}
+}
+
+/* With RPCRDMA_KEEP_PSM_SIGNALS=1 a fresh copy of this program keeps them: it reports
+ * how many it sees, which is 6 where libinfinipath is installed (Debian's libfabric). */
+static void test_kept_on_request(void)
+{
+	int p[2], status = 0, n = -1;
+	pid_t child;
+
+	CHECK(pipe(p) == 0);
+	child = fork();
+	if (child == 0) {
+		dup2(p[1], 1);
+		setenv("RPCRDMA_KEEP_PSM_SIGNALS", "1", 1);
+		execl("/proc/self/exe", "test_signals", "--count", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status));
+	{
+		char buf[16] = { 0 };
+		ssize_t r = read(p[0], buf, sizeof(buf) - 1);
+
+		n = r > 0 ? atoi(buf) : -1;
+	}
+	close(p[0]);
+	if (access("/usr/lib/x86_64-linux-gnu/libinfinipath.so.4", F_OK) == 0 ||
+	    access("/lib/x86_64-linux-gnu/libinfinipath.so.4", F_OK) == 0)
+		CHECK(n >= 4);
+	else
+		CHECK(n >= 0);
+	printf("psm handlers kept on request: %d\n", n);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--count")) {
+		/* librpcrdma must be in the process for its constructor to run */
+		printf("%d\n", rpcrdma_prov_caps(NULL) ? -2 : psm_handlers());
+		return 0;
+	}
+	HARNESS_BEGIN(argc, argv);
+	RUN(test_no_psm_handlers);
+	RUN(test_term_and_int_kill);
+	RUN(test_kept_on_request);
+	HARNESS_END();
+}
