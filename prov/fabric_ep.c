@@ -52,16 +52,25 @@ static struct fab_ep *owner_of(void *op_context)
 
 /* A piece completed on e's queue: to s when it is e's, else to its owner's stash, and the
  * owner woken if it may be asleep on its descriptor (rpcrdma__fab_arm). */
+/* A completion went to o's stash while o may be asleep on its descriptor (armed, on a
+ * shared queue): its wake_fd wakes it. Under sh's lock. */
+static void wake_owner(struct fab_ep *o)
+{
+	uint64_t one = 1;
+
+	if (o->armed && !o->signalled)
+		o->signalled = write(o->wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
+}
+
 static void complete_piece(struct fab_ep *e, void *op_context, int status, uint32_t len,
 			   struct rpcrdma__sink *s)
 {
 	struct fab_ep *o = e->sh ? owner_of(op_context) : e;
-	uint64_t one = 1;
 
 	rpcrdma__piece_done(&o->q, (struct rpcrdma__piece *)op_context, status, len,
 			    o == e ? s : NULL);
-	if (o != e && o->armed && !o->signalled)
-		o->signalled = write(o->wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
+	if (o != e)
+		wake_owner(o);
 }
 
 void rpcrdma__fab_cq_error(struct fab_ep *e, struct rpcrdma__sink *s)
@@ -828,6 +837,9 @@ int rpcrdma__fab_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sg
 
 	sh_lock(e);
 	rc = rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_SEND, sge, ctx, post_piece, e);
+	if (rc == 0 && e->q.stash.n)
+		wake_owner(e);   /* done as posted (fi_inject) by a thread other than a sleeping
+				    owner: a server's worker */
 	sh_unlock(e);
 	return rc;
 }

@@ -3,7 +3,8 @@
  * (prov/fabric_int.h, struct fab_shcq): a poll of one endpoint must never return another's
  * completion, must keep it for its owner and wake the owner's descriptor if it was armed;
  * closing one endpoint with work outstanding must not disturb the other; after the
- * listener closes, an endpoint's own descriptor carries its completions. Two processes
+ * listener closes, an endpoint's own descriptor carries its completions; a Send done as
+ * it is posted wakes its armed endpoint too. Two processes
  * over libfabric tcp: the child holds two connections and sends on command. */
 #include <poll.h>
 #include <stdlib.h>
@@ -138,6 +139,23 @@ static void polls_route(struct rpcrdma_ep *a, struct rpcrdma_ep *b)
 	expect_one(b, 2, 1, 'B');
 }
 
+/* A small Send is done as it is posted (fi_inject): posted by another thread while the
+ * endpoint's owner sleeps armed — a server's worker replying while the progress thread
+ * sleeps — it wakes the endpoint's descriptor, and completes once at the next poll. */
+static void small_send_wakes(struct rpcrdma_ep *b)
+{
+	struct rpcrdma_sge s = slot(SLOTS);
+	struct rpcrdma_cqe c[4];
+
+	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);
+	CHECK(!readable(rpcrdma_ep_fd(b), 0));
+	CHECK_EQ_I(rpcrdma_post_send(b, &s, (void *)9), 0);
+	CHECK(readable(rpcrdma_ep_fd(b), 1000));
+	CHECK_EQ_I(rpcrdma_ep_poll(b, c, 4), 1);
+	CHECK(c[0].op == RPCRDMA_OP_SEND && c[0].status == 0 && c[0].ctx == (void *)9);
+	CHECK_EQ_I(rpcrdma_ep_poll(b, c, 4), 0);
+}
+
 static void test_shared_queue(void)
 {
 	int cmdp[2], ackp[2];
@@ -157,6 +175,7 @@ static void test_shared_queue(void)
 	CHECK_EQ_I(rpcrdma_accept(req, NULL, 0, 10000, &b), 0);
 	reg(p);
 	polls_route(a, b);
+	small_send_wakes(b);
 	/* A goes with a receive outstanding (flushed into the shared queue): B goes on */
 	post(a, 2, 3);
 	rpcrdma_ep_close(a);
