@@ -506,27 +506,16 @@ static int take_write_list(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
  * provider cannot take yet wait (-RPCRDMA_ERR_AGAIN) and go later, in order. */
 static int post_reply_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 {
-	struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
-	struct rpcrdma_sge sge[ENG_MAX_ASM + 1];
-	uint32_t n = rpcrdma__asm_nreads(&c->as), nsge, nsegs, j;
+	uint32_t n = rpcrdma__asm_nreads(&c->as);
 	int rc;
 
 	while (c->reads_next < n) {
-		if (!rpcrdma__eng_sq_room(e, 1))
-			return -RPCRDMA_ERR_AGAIN;
-		nsegs = rpcrdma__asm_read(&c->as, c->reads_next, c->msg.reads, c->asm_mr,
-					  c->asm_buf, sge, &nsge, segs);
-		e->sq_used++;
-		rc = e->lo.post_read(e->lo.ctx, sge, nsge, segs, nsegs, &c->op);
-		if (rc) {
-			e->sq_used--;
+		rc = rpcrdma__eng_post_asm_read(e, &c->as, c->reads_next, c->msg.reads, c->asm_mr,
+						c->asm_buf, &c->op);
+		if (rc)
 			return rc;
-		}
 		c->reads_pending++;
 		c->reads_next++;
-		e->st.rdma_reads++;
-		for (j = 0; j < nsegs; j++)
-			e->st.rdma_read_bytes += segs[j].length;
 	}
 	return 0;
 }

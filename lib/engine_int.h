@@ -256,6 +256,9 @@ int rpcrdma__eng_post_send(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t le
 int rpcrdma__eng_post_recv(struct rpcrdma_eng *e);
 void rpcrdma__eng_stall(struct rpcrdma_eng *e, struct eng_task *t);
 bool rpcrdma__eng_sq_room(const struct rpcrdma_eng *e, uint32_t n);
+int rpcrdma__eng_post_asm_read(struct rpcrdma_eng *e, const struct eng_asm *as, uint32_t k,
+			       const struct rpcrdma_read_segment *reads, struct rpcrdma_mr *mr,
+			       uint8_t *buf, void *op);
 int rpcrdma__eng_reg(struct rpcrdma_eng *e, void *addr, size_t len, unsigned acc,
 		     struct rpcrdma_mr **out);
 void rpcrdma__eng_dereg(struct rpcrdma_eng *e, struct rpcrdma_mr **mr);

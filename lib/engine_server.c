@@ -323,27 +323,16 @@ static void keep_header(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
  * cannot take yet wait and go later, in order. */
 static int post_call_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 {
-	struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
-	struct rpcrdma_sge sge[ENG_MAX_ASM + 1];
-	uint32_t n = rpcrdma__asm_nreads(&r->as), nsge, nsegs, j;
+	uint32_t n = rpcrdma__asm_nreads(&r->as);
 	int rc;
 
 	while (r->reads_next < n) {
-		if (!rpcrdma__eng_sq_room(e, 1))
-			return -RPCRDMA_ERR_AGAIN;
-		nsegs = rpcrdma__asm_read(&r->as, r->reads_next, r->in.reads, r->call_mr, r->call,
-					  sge, &nsge, segs);
-		e->sq_used++;
-		rc = e->lo.post_read(e->lo.ctx, sge, nsge, segs, nsegs, &r->op);
-		if (rc) {
-			e->sq_used--;
+		rc = rpcrdma__eng_post_asm_read(e, &r->as, r->reads_next, r->in.reads, r->call_mr,
+						r->call, &r->op);
+		if (rc)
 			return rc;
-		}
 		r->reads_next++;
 		r->ops_pending++;
-		e->st.rdma_reads++;
-		for (j = 0; j < nsegs; j++)
-			e->st.rdma_read_bytes += segs[j].length;
 	}
 	return 0;
 }

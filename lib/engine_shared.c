@@ -85,6 +85,33 @@ bool rpcrdma__eng_sq_room(const struct rpcrdma_eng *e, uint32_t n)
 	return e->sq_used + n <= e->cfg.sq_depth;
 }
 
+/* RDMA Read k of an assembly (a call's read chunks on the server, a reply's on the
+ * client) into buf, registered as mr: one send-queue place, the counters.
+ * -RPCRDMA_ERR_AGAIN while the queue is full. */
+int rpcrdma__eng_post_asm_read(struct rpcrdma_eng *e, const struct eng_asm *as, uint32_t k,
+			       const struct rpcrdma_read_segment *reads, struct rpcrdma_mr *mr,
+			       uint8_t *buf, void *op)
+{
+	struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
+	struct rpcrdma_sge sge[ENG_MAX_ASM + 1];
+	uint32_t nsge, nsegs, j;
+	int rc;
+
+	if (!rpcrdma__eng_sq_room(e, 1))
+		return -RPCRDMA_ERR_AGAIN;
+	nsegs = rpcrdma__asm_read(as, k, reads, mr, buf, sge, &nsge, segs);
+	e->sq_used++;
+	rc = e->lo.post_read(e->lo.ctx, sge, nsge, segs, nsegs, op);
+	if (rc) {
+		e->sq_used--;
+		return rc;
+	}
+	e->st.rdma_reads++;
+	for (j = 0; j < nsegs; j++)
+		e->st.rdma_read_bytes += segs[j].length;
+	return 0;
+}
+
 int rpcrdma__eng_post_send(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len, uint32_t proc)
 {
 	struct rpcrdma_sge sge = { e->smr, b->mem, len };
