@@ -231,8 +231,10 @@ void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 
 /* A connection's event queue has news only when the connection ends, but each read of
  * it costs a system call (libfabric tcp runs its progress, an epoll_wait): a polled
- * connection reads it at most once per EQ_LOOK_MS. Before sleeping, fi_trywait covers
- * it; when that found it pending (arm_locked), the next poll reads it whatever the time. */
+ * connection reads it at most once per EQ_LOOK_MS of the coarse clock (so once per tick
+ * of it, 1-10 ms: a connection lost while busy is seen that much later). Before
+ * sleeping, fi_trywait covers it; when that found it pending (arm_locked), the next poll
+ * reads it whatever the time. */
 static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
 {
 	struct fi_eq_cm_entry ent;
