@@ -144,8 +144,13 @@ fi
 # with no connection left the server keeps no bulk memory (reply buffers kept for reuse
 # are freed, the heaps trimmed: svc_rdma.c reap): a few MiB of slack for the allocator's
 # own bookkeeping; one connection's buffers left behind would be megabytes each, tens of
-# MiB for 50
-[ "$rss1" -le $((rss0 + 16384)) ] || fail "resident memory grew by $((rss1 - rss0)) KiB"
+# MiB for 50. Under AddressSanitizer resident memory grew by 5-18 MiB here with nothing
+# leaked (three runs each of f632375 and of 77e5819; the optimised build: 0.1-0.2 MiB),
+# from its 16 MiB quarantine (above) and its allocator's caches; LeakSanitizer looks for
+# leaks at exit there, and the allowance is 16 MiB more.
+slack=16384
+ldd "$BIN" 2>/dev/null | grep -q libasan && slack=$((slack + 16384))
+[ "$rss1" -le $((rss0 + slack)) ] || fail "resident memory grew by $((rss1 - rss0)) KiB"
 
 if [ "$PROV" = shm ]; then
 	left=$(find /dev/shm -maxdepth 1 -user "$(id -u)" -name '[0-9]*:*' | while read -r f; do
