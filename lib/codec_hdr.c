@@ -71,14 +71,38 @@ INLINE uint32_t take32(struct dec *d)
 	return v;
 }
 
-INLINE void take_seg(struct dec *d, struct rpcrdma_segment *s)
+/* handle | length | offset (64), RFC 5666 §4.3 */
+INLINE void get_seg(struct rpcrdma_segment *s, const uint8_t *p)
 {
-	const uint8_t *p = d->p;
-
 	s->handle = rpcrdma__get32(p);
 	s->length = rpcrdma__get32(p + 4);
 	s->offset = rpcrdma__get64(p + 8);
+}
+
+INLINE void take_seg(struct dec *d, struct rpcrdma_segment *s)
+{
+	get_seg(s, d->p);
 	d->p += SEG_LEN;
+}
+
+/* A segment names [offset, offset + length) of the peer's memory; it cannot wrap. */
+INLINE bool seg_wraps(uint64_t offset, uint32_t length)
+{
+	return offset + length < offset;
+}
+
+/* The direction an RPC message declares (msg_type, RFC 5531 §9), where the caller left
+ * it open (RPCRDMA_DIR_ANY): another value leaves it open. */
+INLINE uint32_t body_dir(uint32_t dir, const uint8_t *body)
+{
+	uint32_t t;
+
+	if (dir != RPCRDMA_DIR_ANY)
+		return dir;
+	t = rpcrdma__get32(body + 4);
+	if (t == RPCRDMA_RPC_CALL)
+		return RPCRDMA_DIR_CALL;
+	return t == RPCRDMA_RPC_REPLY ? RPCRDMA_DIR_REPLY : RPCRDMA_DIR_ANY;
 }
 
 /* XDR optional-data discriminator: only 0 and 1 exist (RFC 4506 §4.19). */
@@ -94,10 +118,9 @@ INLINE int take_discrim(struct dec *d, uint32_t *present)
 	return 0;
 }
 
-/* A segment names [offset, offset + length) of the peer's memory; it cannot wrap. */
 INLINE int check_seg_wrap(struct dec *d, const struct rpcrdma_segment *s, const uint8_t *at)
 {
-	if (s->offset + s->length < s->offset)
+	if (seg_wraps(s->offset, s->length))
 		return fail(d, RPCRDMA_BAD_SEG_WRAP, at + 8);
 	return 0;
 }
@@ -370,14 +393,7 @@ INLINE int check_inline_body(struct dec *d, struct rpcrdma_msg *m)
 		return fail(d, RPCRDMA_BAD_NO_BODY, m->body);
 	if (rpcrdma__get32(m->body) != m->xid)
 		return fail(d, RPCRDMA_BAD_XID, m->body);
-	if (m->dir == RPCRDMA_DIR_ANY) {
-		uint32_t t = rpcrdma__get32(m->body + 4);
-
-		if (t == RPCRDMA_RPC_CALL)
-			m->dir = RPCRDMA_DIR_CALL;
-		else if (t == RPCRDMA_RPC_REPLY)
-			m->dir = RPCRDMA_DIR_REPLY;
-	}
+	m->dir = body_dir(m->dir, m->body);
 	if (has_pos_zero(m))
 		return fail_at(d->st, RPCRDMA_BAD_POS_ZERO, read_entry_pos_off(d->reads_off, 0));
 	return 0;
@@ -583,7 +599,6 @@ INLINE bool fast_room(const struct rpcrdma_limits *lim, const struct rpcrdma_msg
 INLINE bool fast_item(const uint8_t **q, const uint8_t *end, const uint8_t **item)
 {
 	const uint8_t *p = *q;
-	uint64_t off;
 	uint32_t d;
 
 	if (end - p < 4)
@@ -596,8 +611,7 @@ INLINE bool fast_item(const uint8_t **q, const uint8_t *end, const uint8_t **ite
 	}
 	if (d != 1 || end - p < (ptrdiff_t)(8 + SEG_LEN))
 		return false;
-	off = rpcrdma__get64(p + 16);
-	if (off + rpcrdma__get32(p + 12) < off)
+	if (seg_wraps(rpcrdma__get64(p + 16), rpcrdma__get32(p + 12)))
 		return false;
 	*item = p + 4;
 	*q = p + 8 + SEG_LEN;
@@ -614,33 +628,12 @@ INLINE bool fast_list(const uint8_t **q, const uint8_t *end, const uint8_t **ite
 	return !*item || (fast_item(q, end, &none) && !none);
 }
 
-INLINE void fast_seg(struct rpcrdma_segment *s, const uint8_t *p)
-{
-	s->handle = rpcrdma__get32(p);
-	s->length = rpcrdma__get32(p + 4);
-	s->offset = rpcrdma__get64(p + 8);
-}
-
 INLINE void fast_chunk(struct rpcrdma_write_chunk *c, struct rpcrdma_segment *s,
 		       const uint8_t *item)
 {
-	fast_seg(s, item + 4);
+	get_seg(s, item + 4);
 	c->segs = s;
 	c->nsegs = 1;
-}
-
-/* The direction an RDMA_MSG's RPC body declares (msg_type, RFC 5531 §9), when the
- * caller left it open. */
-INLINE uint32_t fast_dir(enum rpcrdma_dir dir, const uint8_t *body)
-{
-	uint32_t t;
-
-	if (dir != RPCRDMA_DIR_ANY)
-		return dir;
-	t = rpcrdma__get32(body + 4);
-	if (t == RPCRDMA_RPC_CALL)
-		return RPCRDMA_DIR_CALL;
-	return t == RPCRDMA_RPC_REPLY ? RPCRDMA_DIR_REPLY : RPCRDMA_DIR_ANY;
 }
 
 /* Each field of m is stored once (reset_msg()'s stores could not be merged with the
@@ -686,13 +679,13 @@ INLINE bool decode_fast(const uint8_t *buf, size_t len, enum rpcrdma_dir dir,
 	m->hdr_len = (uint32_t)(q - buf);
 	m->body_len = body_len;
 	m->body = q;
-	m->dir = fast_dir(dir, q);
+	m->dir = body_dir(dir, q);
 	st->reason = RPCRDMA_OK;
 	st->answer = RPCRDMA_WIRE_ERR_NONE;
 	st->offset = 0;
 	if (rd) {
 		m->reads[0].position = pos;
-		fast_seg(&m->reads[0].seg, rd + 4);
+		get_seg(&m->reads[0].seg, rd + 4);
 	}
 	s = m->segs;
 	if (wr)

@@ -50,8 +50,6 @@ static struct fab_ep *owner_of(void *op_context)
 	return (struct fab_ep *)(void *)((char *)op->q - offsetof(struct fab_ep, q));
 }
 
-/* A piece completed on e's queue: to s when it is e's, else to its owner's stash, and the
- * owner woken if it may be asleep on its descriptor (rpcrdma__fab_arm). */
 /* A completion went to o's stash while o may be asleep on its descriptor (armed, on a
  * shared queue): its wake_fd wakes it. Under sh's lock. */
 static void wake_owner(struct fab_ep *o)
@@ -62,6 +60,8 @@ static void wake_owner(struct fab_ep *o)
 		o->signalled = write(o->wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
 }
 
+/* A piece completed on e's queue: to s when it is e's, else to its owner's stash, and the
+ * owner woken if it may be asleep on its descriptor (rpcrdma__fab_arm). */
 static void complete_piece(struct fab_ep *e, void *op_context, int status, uint32_t len,
 			   struct rpcrdma__sink *s)
 {

@@ -997,11 +997,10 @@ static int start_server(struct cfg *c)
 	if (c->child == 0) {
 		uint16_t r = 0, t = 0;
 
-		/* perf stops it with SIGTERM, and a terminal's Ctrl-C is perf's to handle: the
-		 * handlers libpsm2's constructor installs (Debian's libfabric loads it) print
-		 * from the signal, and one that came while this process was inside malloc
-		 * waited for the allocator's lock for ever (perf hung in waitpid) */
-		signal(SIGTERM, SIG_DFL);
+		/* a terminal's Ctrl-C is perf's to handle: it stops the server with SIGTERM
+		 * once it has printed what it measured (SIGTERM's default action is the
+		 * library's doing, prov/prov_fabric.c: libinfinipath's handler, which Debian's
+		 * libfabric loads, printed from the signal and once hung inside malloc) */
 		signal(SIGINT, SIG_IGN);
 		close(fds[0]);
 		/* one process per capture file: the environment's is the client's */
