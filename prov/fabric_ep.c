@@ -205,6 +205,8 @@ void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 		busy_begin(e);
 		n = fi_cq_read(e->cq, ent, CQ_BATCH);
 		busy_end(e);
+		if (e->sh && n != -FI_EAGAIN)
+			e->sh->armed = false;   /* what it took may have left the fd signalled */
 		if (e->ep)
 			rpcrdma__fab_local_leave(e);
 		if (n == -FI_EAVAIL) {
@@ -595,16 +597,25 @@ static int rdm_arm_locked(struct fab_ep *e)
  * wake_fd. Under sh's lock. */
 static int arm_locked(struct fab_ep *e)
 {
-	struct fid *fids[2] = { e->cq ? &e->cq->fid : NULL, e->eq ? &e->eq->fid : NULL };
+	struct fid *fids[2];
+	bool try_cq;
+	int n = 0;
 
 	if (e->fp->rdm)
 		return rdm_arm_locked(e);
 	if (e->q.stash.n || !e->ep || e->peer_gone || e->epfd < 0)
 		return -RPCRDMA_ERR_AGAIN;
-	if (fi_trywait(e->fp->fabric, fids, e->eq ? 2 : 1) != FI_SUCCESS) {
+	try_cq = e->cq && !(e->sh && e->sh->armed);
+	if (try_cq)
+		fids[n++] = &e->cq->fid;
+	if (e->eq)
+		fids[n++] = &e->eq->fid;
+	if (n && fi_trywait(e->fp->fabric, fids, n) != FI_SUCCESS) {
 		e->eq_due = 1;   /* whichever of the two has news */
 		return -RPCRDMA_ERR_AGAIN;
 	}
+	if (e->sh && try_cq)
+		e->sh->armed = true;
 	e->armed = e->sh != NULL;
 	return 0;
 }

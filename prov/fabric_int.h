@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,10 @@ struct fab_shcq {
 	int fd;                      /* its wait fd, or -1 */
 	pthread_mutex_t lock;
 	unsigned refs;               /* the listener and each endpoint; under lock */
+	/* a trywait found it empty and no read has taken anything from it since: its wait
+	 * fd signals the next completion, so arming another of its users need not try it
+	 * again (a try is a system call over tcp, once per endpoint per sleep); under lock */
+	bool armed;
 };
 
 struct fab_ep {

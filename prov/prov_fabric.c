@@ -100,17 +100,31 @@ static int fab_listener_fd(const struct rpcrdma_listener *base)
 	return -1;
 }
 
+/* The shared queue is tried only when no try since found it empty (fab_shcq.armed). */
 static int fab_listener_arm(struct rpcrdma_listener *base)
 {
 	struct fab_listener *l = (struct fab_listener *)base;
-	struct fid *fids[2] = { l->eq ? &l->eq->fid : NULL, l->sh ? &l->sh->cq->fid : NULL };
+	struct fid *fids[2];
+	bool try_cq;
+	int rc = 0;
 
 	if (l->fp->rdm)
 		return rpcrdma__fab_rdm_listener_arm(l);
-	if (!fids[0])
+	if (!l->eq)
 		return -RPCRDMA_ERR_NOPROV;
-	return fi_trywait(l->fp->fabric, fids, fids[1] ? 2 : 1) == FI_SUCCESS ? 0
-									    : -RPCRDMA_ERR_AGAIN;
+	fids[0] = &l->eq->fid;
+	if (l->sh)
+		pthread_mutex_lock(&l->sh->lock);
+	try_cq = l->sh && !l->sh->armed;
+	if (try_cq)
+		fids[1] = &l->sh->cq->fid;
+	if (fi_trywait(l->fp->fabric, fids, try_cq ? 2 : 1) != FI_SUCCESS)
+		rc = -RPCRDMA_ERR_AGAIN;
+	else if (try_cq)
+		l->sh->armed = true;
+	if (l->sh)
+		pthread_mutex_unlock(&l->sh->lock);
+	return rc;
 }
 
 static int fab_listener_addr(const struct rpcrdma_listener *base, void *addr, size_t *len)

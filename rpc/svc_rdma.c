@@ -282,7 +282,7 @@ static bool_t wrap_results(struct sconn *c, XDR *x, xdrproc_t xres, void *where)
 	return xres(x, where);
 }
 
-static int poll_conn(struct sconn *c, uint64_t now);
+static int poll_conn(struct sconn *c, uint64_t now, int *polled);
 
 /* Inline dispatch: the progress thread is the one waiting, so it drives this connection
  * (alone) until the reply is done, sleeping when it may on the connection's descriptor
@@ -298,7 +298,9 @@ static void drive_until_done(struct sconn *c, struct reply_ctx *x)
 		struct pollfd p[2] = { { .fd = rpcrdma_ep_fd(c->ep), .events = POLLIN },
 				       { .fd = rpcrdma_listener_fd(s->l), .events = POLLIN } };
 
-		if (poll_conn(c, rpcrdma__rpc_now())) {
+		int polled = 0;
+
+		if (poll_conn(c, rpcrdma__rpc_now(), &polled) || polled) {   /* the reply's own */
 			idle = backoff = 0;
 			continue;
 		}
@@ -862,25 +864,35 @@ static int watch_fd(struct srv *s, int fd)
 	return s->epfd >= 0 && fd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
 }
 
-/* Whether every source of work would wake the thread: the listener and each live
- * connection have a descriptor, and nothing is already pending on them. Under s->lock. */
+enum { SLEEP_NO, SLEEP_YES, SLEEP_PENDING };
+
+/* SLEEP_YES when every source of work would wake the thread: the listener and each live
+ * connection have a descriptor, and nothing is already pending on them; SLEEP_PENDING
+ * when arming found something pending (the next round takes it, at once: backing off
+ * would hand a contended core away first); SLEEP_NO when some source has no descriptor.
+ * Under s->lock. */
 static int can_sleep(struct srv *s)
 {
 	struct sconn *c;
+	int rc;
 
 	if (s->epfd < 0)
-		return 0;
-	if (rpcrdma_listener_arm(s->l)) {
+		return SLEEP_NO;
+	rc = rpcrdma_listener_arm(s->l);
+	if (rc) {
 		s->listener_due = true;
-		return 0;
+		return rc == -RPCRDMA_ERR_AGAIN ? SLEEP_PENDING : SLEEP_NO;
 	}
 	for (c = s->conns; c; c = c->next) {
 		if (c->destroyed || c->dead)
 			continue;   /* nothing more comes from it; svc_run destroys it (wake) */
-		if (!c->watched || rpcrdma_ep_arm(c->ep))
-			return 0;
+		if (!c->watched)
+			return SLEEP_NO;
+		rc = rpcrdma_ep_arm(c->ep);
+		if (rc)
+			return rc == -RPCRDMA_ERR_AGAIN ? SLEEP_PENDING : SLEEP_NO;
 	}
-	return 1;
+	return SLEEP_YES;
 }
 
 static void sleep_until(struct srv *s, uint64_t due)
@@ -899,21 +911,27 @@ static void sleep_until(struct srv *s, uint64_t due)
 			drain_fd(s->wake_fd);
 }
 
-static int poll_conn(struct sconn *c, uint64_t now)
+/* Returns the completions that were news: a Send done says nothing of the client (over
+ * tcp a small one is done as it is posted), so a round that found only those may go on
+ * to sleep instead of polling once more (a system call over tcp). */
+static int poll_conn(struct sconn *c, uint64_t now, int *polled)
 {
 	struct rpcrdma_cqe cq[32];
 	uint64_t due;
-	int i, n;
+	int i, n, news = 0;
 
 	if (c->destroyed || c->dead)
 		return 0;
 	n = rpcrdma_ep_poll(c->ep, cq, 32);
-	for (i = 0; i < n; i++)
+	*polled += n;
+	for (i = 0; i < n; i++) {
+		news += cq[i].op != RPCRDMA_OP_SEND || cq[i].status;
 		rpcrdma_eng_on_cqe(c->eng, &cq[i], now);
+	}
 	due = rpcrdma_eng_tick(c->eng, now);
 	if (due < c->srv->next_due)
 		c->srv->next_due = due;
-	return n;
+	return news;
 }
 
 /* Frees the connections libtirpc has destroyed; returns how many. When the last one
@@ -985,17 +1003,21 @@ static void *progress(void *arg)
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		uint64_t now_us = rpcrdma__rpc_now_us();   /* one clock read a round */
 		struct sconn *c;
-		int work, ready = 0, sleep = 0;
+		int work, ready = 0, sleep = SLEEP_NO, polled = 0;
 		bool spin;
 
 		pthread_mutex_lock(&s->lock);
 		s->next_due = UINT64_MAX;
 		work = accept_one(s, now_us / 1000u);
 		for (c = s->conns; c; c = c->next) {
-			work += poll_conn(c, now_us / 1000u);
+			work += poll_conn(c, now_us / 1000u, &polled);
 			ready |= c->head != NULL || (c->dead && !c->destroyed);
 		}
 		trim |= reap(s) > 0;
+		if (polled) {   /* Sends done only: spin on as after work, where spinning is free */
+			idle = 0;
+			work_us = now_us;
+		}
 		/* an empty round: poll again a while, unless this core is contended and the
 		 * thread can sleep on descriptors (no epoll set where the listener has none:
 		 * see the client's drive()) */
@@ -1016,8 +1038,10 @@ static void *progress(void *arg)
 			idle = backoff = 0;
 			quiet_since = 0;
 			work_us = rpcrdma__rpc_now_us();
-		} else if (sleep && !trim) {
+		} else if (sleep == SLEEP_YES && !trim) {
 			sleep_until(s, s->next_due);
+			idle = backoff = 0;
+		} else if (sleep == SLEEP_PENDING) {
 			idle = backoff = 0;
 		} else {
 			idle++;

@@ -4,10 +4,12 @@
  * completion, must keep it for its owner and wake the owner's descriptor if it was armed;
  * closing one endpoint with work outstanding must not disturb the other; after the
  * listener closes, an endpoint's own descriptor carries its completions; a Send done as
- * it is posted wakes its armed endpoint too. Two processes
+ * it is posted wakes its armed endpoint too; arming the endpoints after the listener need
+ * not try the shared queue again, and still misses nothing. Two processes
  * over libfabric tcp: the child holds two connections and sends on command. */
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "prov_child.h"
@@ -156,6 +158,31 @@ static void small_send_wakes(struct rpcrdma_ep *b)
 	CHECK_EQ_I(rpcrdma_ep_poll(b, c, 4), 0);
 }
 
+/* Arming the listener tries the shared queue; arming its endpoints right after need not
+ * (struct fab_shcq, armed): a message for B still turns the listener's descriptor
+ * readable. Once B has taken it, arming them all again tries the queue again: the
+ * descriptor is quiet (a queue read leaves it signalled; not trying again would wake a
+ * sleeper at once, over and over). */
+static void arms_share_the_queue(struct rpcrdma_listener *l, struct rpcrdma_ep *a,
+				 struct rpcrdma_ep *b)
+{
+	int lfd = rpcrdma_listener_fd(l);
+
+	memset(mem + MSG, 0, MSG);
+	post(b, 1, 5);
+	CHECK_EQ_I(rpcrdma_listener_arm(l), 0);
+	CHECK_EQ_I(rpcrdma_ep_arm(a), 0);
+	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);
+	CHECK(!readable(lfd, 0));
+	command('b');
+	CHECK(readable(lfd, 5000));
+	expect_one(b, 5, 1, 'B');
+	CHECK_EQ_I(rpcrdma_ep_arm(a), 0);
+	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);
+	CHECK_EQ_I(rpcrdma_listener_arm(l), 0);
+	CHECK(!readable(lfd, 0));
+}
+
 static void test_shared_queue(void)
 {
 	int cmdp[2], ackp[2];
@@ -176,6 +203,7 @@ static void test_shared_queue(void)
 	reg(p);
 	polls_route(a, b);
 	small_send_wakes(b);
+	arms_share_the_queue(l, a, b);
 	/* A goes with a receive outstanding (flushed into the shared queue): B goes on */
 	post(a, 2, 3);
 	rpcrdma_ep_close(a);
