@@ -846,11 +846,13 @@ int rpcrdma__fab_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sg
 int rpcrdma__fab_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
 {
 	struct fab_ep *e = (struct fab_ep *)base;
+	uint32_t kept;
 	int rc;
 
 	sh_lock(e);
+	kept = e->q.stash.n;
 	rc = rpcrdma__post_one(&e->q, e->ep != NULL, RPCRDMA_OP_SEND, sge, ctx, post_piece, e);
-	if (rc == 0 && e->q.stash.n)
+	if (rc == 0 && e->q.stash.n > kept)
 		wake_owner(e);   /* done as posted (fi_inject) by a thread other than a sleeping
 				    owner: a server's worker */
 	sh_unlock(e);

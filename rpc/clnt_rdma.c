@@ -1202,6 +1202,21 @@ static void flush_background(struct rdma_clnt *ct)
 	ct->nwaiters--;
 }
 
+/* What a client holds besides its provider and connection; the end of clnt_destroy()
+ * and of a clnt_rdma_create() that failed. */
+static void free_client(struct rdma_clnt *ct)
+{
+	rpcrdma__cb_destroy(ct->cb);
+	if (ct->hk_fd >= 0)
+		close(ct->hk_fd);
+	if (ct->wake_fd >= 0)
+		close(ct->wake_fd);
+	pthread_cond_destroy(&ct->hk_cv);
+	pthread_mutex_destroy(&ct->lock);
+	free(ct->host);
+	free(ct);
+}
+
 static void rdma_destroy(CLIENT *cl)
 {
 	struct rdma_clnt *ct = (struct rdma_clnt *)cl->cl_private;
@@ -1227,16 +1242,8 @@ static void rdma_destroy(CLIENT *cl)
 	}
 	pthread_mutex_unlock(&ct->lock);
 	/* cl_auth is the caller's, as with every libtirpc client: they destroy it */
-	rpcrdma__cb_destroy(ct->cb);
 	rpcrdma_prov_close(ct->p);
-	if (ct->hk_fd >= 0)
-		close(ct->hk_fd);
-	if (ct->wake_fd >= 0)
-		close(ct->wake_fd);
-	pthread_cond_destroy(&ct->hk_cv);
-	pthread_mutex_destroy(&ct->lock);
-	free(ct->host);
-	free(ct);
+	free_client(ct);
 }
 
 static bool_t control_std(struct rdma_clnt *ct, u_int req, void *info)
@@ -1577,15 +1584,7 @@ out_eng:
 out_prov:
 	rpcrdma_prov_close(ct->p);
 out_free:
-	rpcrdma__cb_destroy(ct->cb);
-	if (ct->hk_fd >= 0)
-		close(ct->hk_fd);
-	if (ct->wake_fd >= 0)
-		close(ct->wake_fd);
-	pthread_cond_destroy(&ct->hk_cv);
-	pthread_mutex_destroy(&ct->lock);
-	free(ct->host);
-	free(ct);
+	free_client(ct);
 	return NULL;
 }
 
