@@ -716,7 +716,8 @@ int rpcrdma__fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 	 * the completion queue is read at the next (a read is a system call over tcp) */
 	s.n = rpcrdma__opq_pop(&e->q, out, max);
 	if (s.n == 0) {
-		rpcrdma__fab_cq_drain(e, &s);
+		if (!(e->sh && e->sh->drained_by_listener && e->lst))
+			rpcrdma__fab_cq_drain(e, &s);
 		if (s.n == 0)
 			eq_check(e, &s);
 		if (s.n == 0)

@@ -103,6 +103,9 @@ struct fab_shcq {
 	 * fd signals the next completion, so arming another of its users need not try it
 	 * again (a try is a system call over tcp, once per endpoint per sleep); under lock */
 	bool armed;
+	/* the listener's owner reads it (rpcrdma_listener_drain): its endpoints' polls take
+	 * only what was kept for them while they are on the listener; under lock */
+	bool drained_by_listener;
 };
 
 struct fab_ep {

@@ -342,6 +342,13 @@ int rpcrdma_listener_arm(struct rpcrdma_listener *l)
 	return l->prov->ops->listener_arm(l);
 }
 
+int rpcrdma_listener_drain(struct rpcrdma_listener *l)
+{
+	if (!l)
+		return -RPCRDMA_ERR_INVAL;
+	return l->prov->ops->listener_drain ? l->prov->ops->listener_drain(l) : 0;
+}
+
 int rpcrdma_listener_prepare(struct rpcrdma_listener *l)
 {
 	if (!l)

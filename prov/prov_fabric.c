@@ -127,6 +127,22 @@ static int fab_listener_arm(struct rpcrdma_listener *base)
 	return rc;
 }
 
+/* Drained as one of its endpoints would drain it: each completion goes to its owner's
+ * stash (the first endpoint's too: no sink is given). */
+static int fab_listener_drain(struct rpcrdma_listener *base)
+{
+	struct fab_listener *l = (struct fab_listener *)base;
+
+	if (l->fp->rdm || !l->sh)
+		return 0;
+	pthread_mutex_lock(&l->sh->lock);
+	l->sh->drained_by_listener = true;
+	if (l->accepted)
+		rpcrdma__fab_cq_drain(l->accepted, NULL);
+	pthread_mutex_unlock(&l->sh->lock);
+	return 0;
+}
+
 static int fab_listener_addr(const struct rpcrdma_listener *base, void *addr, size_t *len)
 {
 	const struct fab_listener *l = (const struct fab_listener *)base;
@@ -299,6 +315,7 @@ const struct rpcrdma_prov_ops rpcrdma__fab_ops = {
 	.ep_fd = rpcrdma__fab_ep_fd,
 	.ep_arm = rpcrdma__fab_arm,
 	.listener_arm = fab_listener_arm,
+	.listener_drain = fab_listener_drain,
 	.listener_prepare = rpcrdma__fab_rdm_prepare,
 	.peer_addr = rpcrdma__fab_peer_addr,
 	.names = rpcrdma__fab_names,

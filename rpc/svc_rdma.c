@@ -300,6 +300,7 @@ static void drive_until_done(struct sconn *c, struct reply_ctx *x)
 
 		int polled = 0;
 
+		(void)rpcrdma_listener_drain(s->l);
 		if (poll_conn(c, rpcrdma__rpc_now(), &polled) || polled) {   /* the reply's own */
 			idle = backoff = 0;
 			continue;
@@ -1009,6 +1010,7 @@ static void *progress(void *arg)
 		pthread_mutex_lock(&s->lock);
 		s->next_due = UINT64_MAX;
 		work = accept_one(s, now_us / 1000u);
+		(void)rpcrdma_listener_drain(s->l);   /* once a round, not once per connection */
 		for (c = s->conns; c; c = c->next) {
 			work += poll_conn(c, now_us / 1000u, &polled);
 			ready |= c->head != NULL || (c->dead && !c->destroyed);

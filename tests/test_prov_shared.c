@@ -5,7 +5,9 @@
  * closing one endpoint with work outstanding must not disturb the other; after the
  * listener closes, an endpoint's own descriptor carries its completions; a Send done as
  * it is posted wakes its armed endpoint too; arming the endpoints after the listener need
- * not try the shared queue again, and still misses nothing. Two processes
+ * not try the shared queue again, and still misses nothing; once the listener's owner
+ * drains the queue, endpoints take only what it kept for them, until the listener closes.
+ * Two processes
  * over libfabric tcp: the child holds two connections and sends on command. */
 #include <poll.h>
 #include <stdlib.h>
@@ -183,6 +185,33 @@ static void arms_share_the_queue(struct rpcrdma_listener *l, struct rpcrdma_ep *
 	CHECK(!readable(lfd, 0));
 }
 
+/* After rpcrdma_listener_drain() an endpoint's poll does not read the shared queue: B's
+ * message, arrived (the listener's descriptor readable), waits there until a drain
+ * hands it to B. */
+static void listener_drains(struct rpcrdma_listener *l, struct rpcrdma_ep *b)
+{
+	struct rpcrdma_cqe c[4];
+	int tries, n = 0;
+
+	memset(mem + MSG, 0, MSG);
+	post(b, 1, 6);
+	CHECK_EQ_I(rpcrdma_listener_drain(l), 0);
+	CHECK_EQ_I(rpcrdma_listener_arm(l), 0);
+	command('b');
+	CHECK(readable(rpcrdma_listener_fd(l), 5000));
+	CHECK_EQ_I(rpcrdma_ep_poll(b, c, 4), 0);
+	for (tries = 0; tries < 500 && n == 0; tries++) {
+		CHECK_EQ_I(rpcrdma_listener_drain(l), 0);
+		n = rpcrdma_ep_poll(b, c, 4);
+		if (n == 0)
+			(void)readable(rpcrdma_listener_fd(l), 10);
+	}
+	CHECK_EQ_I(n, 1);
+	CHECK(c[0].op == RPCRDMA_OP_RECV && c[0].status == 0 && c[0].len == MSG);
+	CHECK_EQ_U((uintptr_t)c[0].ctx, 6);
+	CHECK(slot_is(1, 'B'));
+}
+
 static void test_shared_queue(void)
 {
 	int cmdp[2], ackp[2];
@@ -204,10 +233,12 @@ static void test_shared_queue(void)
 	polls_route(a, b);
 	small_send_wakes(b);
 	arms_share_the_queue(l, a, b);
+	listener_drains(l, b);
 	/* A goes with a receive outstanding (flushed into the shared queue): B goes on */
 	post(a, 2, 3);
 	rpcrdma_ep_close(a);
-	/* the listener goes: B's own descriptor now carries its completions */
+	/* the listener goes: B's own descriptor now carries its completions, and its polls
+	 * read the queue again */
 	rpcrdma_listener_close(l);
 	post(b, 3, 4);
 	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);

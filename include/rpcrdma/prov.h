@@ -170,6 +170,15 @@ RPCRDMA_API int rpcrdma_ep_arm(struct rpcrdma_ep *ep);
 /* The same for rpcrdma_listener_fd(): new connection requests wake the descriptor, and
  * completions of the endpoints it accepted where they share its queue (rpcrdma_ep_fd). */
 RPCRDMA_API int rpcrdma_listener_arm(struct rpcrdma_listener *l);
+/* Where the endpoints a listener accepted share its completion queue (libfabric MSG:
+ * tcp, verbs): read that queue once, each completion kept for its endpoint's next
+ * rpcrdma_ep_poll() (and an armed endpoint's descriptor woken). Once a program calls it,
+ * those endpoints' polls return only what was kept for them and no longer read the queue
+ * themselves: a server that polls N connections a round reads it once, not N times (a
+ * read is a system call over tcp). The program must then call it before polling them,
+ * as long as the listener is open. Returns 0 (also where the provider shares no queue:
+ * then each endpoint's poll reads its own). */
+RPCRDMA_API int rpcrdma_listener_drain(struct rpcrdma_listener *l);
 /* Make ready, ahead of time, what the next accept would otherwise build while a client
  * waits: call it when the server has nothing else to do. On shm each connection has an
  * endpoint of its own whose shared region takes milliseconds to set up; the listener
