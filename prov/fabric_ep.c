@@ -234,20 +234,23 @@ void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 /* A connection's event queue has news only when the connection ends, but each read of
  * it costs a system call (libfabric tcp runs its progress, an epoll_wait): a polled
  * connection reads it at most once per EQ_LOOK_MS of the coarse clock (so once per tick
- * of it, 1-10 ms: a connection lost while busy is seen that much later). Before
- * sleeping, fi_trywait covers it; when that found it pending (arm_locked), the next poll
- * reads it whatever the time. */
+ * of it, 1-10 ms: a connection lost while busy is seen that much later), and one whose
+ * listener drains its queue once per EQ_LOOK_SHARED_MS (a server polls all its
+ * connections each round: 1,000 of them read once a millisecond were a million system
+ * calls a second). Before sleeping, fi_trywait covers it; when that found it pending
+ * (arm_locked), the next poll reads it whatever the time. */
 static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
 {
 	struct fi_eq_cm_entry ent;
 	uint32_t event;
-	int64_t now;
+	int64_t now, every;
 	ssize_t rc;
 
 	if (!e->eq || !e->ep)
 		return;
 	now = rpcrdma__coarse_ms();
-	if (!e->eq_due && now - e->eq_looked < EQ_LOOK_MS)
+	every = e->sh && e->sh->drained_by_listener && e->lst ? EQ_LOOK_SHARED_MS : EQ_LOOK_MS;
+	if (!e->eq_due && now - e->eq_looked < every)
 		return;
 	e->eq_looked = now;
 	e->eq_due = 0;

@@ -42,6 +42,7 @@
 #define CTRL_MAX (12 + 1 + RPCRDMA__BELL_FILE_MAX + CTRL_NAME_MAX + RPCRDMA_PDATA_MAX)
 #define PEER_CHECK_MS 50           /* how often an emulated connection looks at its peer */
 #define EQ_LOOK_MS 1               /* how often a polled connection reads its event queue */
+#define EQ_LOOK_SHARED_MS 100      /* ... one whose listener drains its completions */
 #define REAP_EVERY_MS 1000         /* how often a tcp listener looks for lost sockets */
 #define CQ_BATCH 16
 #define DEPTH_CAP 1024u
