@@ -1000,6 +1000,7 @@ static void *progress(void *arg)
 	uint64_t quiet_since = 0;         /* of the current empty rounds */
 	uint64_t work_us = 0;             /* the last round that found work */
 	bool trim = false;
+	bool pending_again = false;       /* an arm found work pending, no round found any since */
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		uint64_t now_us = rpcrdma__rpc_now_us();   /* one clock read a round */
@@ -1039,11 +1040,16 @@ static void *progress(void *arg)
 		if (work || ready) {
 			idle = backoff = 0;
 			quiet_since = 0;
+			pending_again = false;
 			work_us = rpcrdma__rpc_now_us();
 		} else if (sleep == SLEEP_YES && !trim) {
 			sleep_until(s, s->next_due);
 			idle = backoff = 0;
-		} else if (sleep == SLEEP_PENDING) {
+			pending_again = false;
+		} else if (sleep == SLEEP_PENDING && !pending_again) {
+			/* once: over shm an arm also fails while our RDMA operations wait for
+			 * the peer's polling, and then backing off is what lets the peer run */
+			pending_again = true;
 			idle = backoff = 0;
 		} else {
 			idle++;
