@@ -60,17 +60,26 @@ static void wake_owner(struct fab_ep *o)
 		o->signalled = write(o->wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
 }
 
-/* A piece completed on e's queue: to s when it is e's, else to its owner's stash, and the
- * owner woken if it may be asleep on its descriptor (rpcrdma__fab_arm). */
+/* A piece completed on e's queue: to s when it is e's and s is given, else to its owner's
+ * stash, and then, on a shared queue, the owner woken if it may be asleep on its
+ * descriptor (rpcrdma__fab_arm): another endpoint's drain, or the listener's
+ * (rpcrdma_listener_drain, which drains through one of its endpoints with no sink). */
 static void complete_piece(struct fab_ep *e, void *op_context, int status, uint32_t len,
 			   struct rpcrdma__sink *s)
 {
 	struct fab_ep *o = e->sh ? owner_of(op_context) : e;
+	struct rpcrdma__sink *to = o == e ? s : NULL;
 
-	rpcrdma__piece_done(&o->q, (struct rpcrdma__piece *)op_context, status, len,
-			    o == e ? s : NULL);
-	if (o != e)
+	rpcrdma__piece_done(&o->q, (struct rpcrdma__piece *)op_context, status, len, to);
+	if (!to && e->sh)
 		wake_owner(o);
+}
+
+/* Its completions are read by its listener's owner (rpcrdma_listener_drain), not by its
+ * own polls: while it is on a listener that drains. Under sh's lock. */
+static bool drained_for(const struct fab_ep *e)
+{
+	return e->sh && e->sh->drained_by_listener && e->lst;
 }
 
 void rpcrdma__fab_cq_error(struct fab_ep *e, struct rpcrdma__sink *s)
@@ -249,7 +258,7 @@ static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
 	if (!e->eq || !e->ep)
 		return;
 	now = rpcrdma__coarse_ms();
-	every = e->sh && e->sh->drained_by_listener && e->lst ? EQ_LOOK_SHARED_MS : EQ_LOOK_MS;
+	every = drained_for(e) ? EQ_LOOK_SHARED_MS : EQ_LOOK_MS;
 	if (!e->eq_due && now - e->eq_looked < every)
 		return;
 	e->eq_looked = now;
@@ -719,7 +728,7 @@ int rpcrdma__fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 	 * the completion queue is read at the next (a read is a system call over tcp) */
 	s.n = rpcrdma__opq_pop(&e->q, out, max);
 	if (s.n == 0) {
-		if (!(e->sh && e->sh->drained_by_listener && e->lst))
+		if (!drained_for(e))
 			rpcrdma__fab_cq_drain(e, &s);
 		if (s.n == 0)
 			eq_check(e, &s);
