@@ -874,8 +874,7 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	now = ct->now = rpcrdma__rpc_now();   /* one read per poll: a spinning waiter's
 						  clock reads were a fifth of its time */
 	for (i = 0, news = 0; i < n; i++) {
-		/* a Send done says nothing of the server: over tcp most are done as posted */
-		news += c[i].op != RPCRDMA_OP_SEND || c[i].status;
+		news += rpcrdma__cqe_is_news(&c[i]);
 		rpcrdma_eng_on_cqe(ct->eng, &c[i], now);
 	}
 	due = rpcrdma_eng_tick(ct->eng, now);

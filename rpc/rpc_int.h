@@ -148,4 +148,12 @@ void rpcrdma__idle_backoff(unsigned *idle);
  * preempted it during a spin, the thread sleeps at once for a while (rpc/xdr_rdma.c). */
 bool rpcrdma__spin_more(unsigned polls);
 
+/* Whether a completion says anything of the peer: a Send done does not (over tcp a small
+ * one is done as it is posted), so a waiter that found only those may go on to sleep
+ * instead of polling once more (a system call over tcp). */
+static inline int rpcrdma__cqe_is_news(const struct rpcrdma_cqe *c)
+{
+	return c->op != RPCRDMA_OP_SEND || c->status;
+}
+
 #endif

@@ -912,9 +912,7 @@ static void sleep_until(struct srv *s, uint64_t due)
 			drain_fd(s->wake_fd);
 }
 
-/* Returns the completions that were news: a Send done says nothing of the client (over
- * tcp a small one is done as it is posted), so a round that found only those may go on
- * to sleep instead of polling once more (a system call over tcp). */
+/* Returns the completions that were news (rpcrdma__cqe_is_news); *polled counts all. */
 static int poll_conn(struct sconn *c, uint64_t now, int *polled)
 {
 	struct rpcrdma_cqe cq[32];
@@ -926,7 +924,7 @@ static int poll_conn(struct sconn *c, uint64_t now, int *polled)
 	n = rpcrdma_ep_poll(c->ep, cq, 32);
 	*polled += n;
 	for (i = 0; i < n; i++) {
-		news += cq[i].op != RPCRDMA_OP_SEND || cq[i].status;
+		news += rpcrdma__cqe_is_news(&cq[i]);
 		rpcrdma_eng_on_cqe(c->eng, &cq[i], now);
 	}
 	due = rpcrdma_eng_tick(c->eng, now);
