@@ -51,12 +51,15 @@ static struct fab_ep *owner_of(void *op_context)
 }
 
 /* A completion went to o's stash while o may be asleep on its descriptor (armed, on a
- * shared queue): its wake_fd wakes it. Under sh's lock. */
+ * shared queue): its wake_fd wakes it. Not when this thread armed it: it is awake, and
+ * polls or arms o again (which sees the stash) before it sleeps — a server's progress
+ * thread draining the listener after a sleep paid a write and a read of the eventfd per
+ * call. Under sh's lock. */
 static void wake_owner(struct fab_ep *o)
 {
 	uint64_t one = 1;
 
-	if (o->armed && !o->signalled)
+	if (o->armed && !o->signalled && !pthread_equal(o->armer, pthread_self()))
 		o->signalled = write(o->wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
 }
 
@@ -264,6 +267,8 @@ static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
 	e->eq_looked = now;
 	e->eq_due = 0;
 	rc = fi_eq_read(e->eq, &event, &ent, sizeof(ent), 0);
+	if (rc != -FI_EAGAIN)
+		e->eq_armed = false;   /* what it took may have left the fd signalled */
 	if (rc == -FI_EAVAIL) {
 		struct fi_eq_err_entry err;
 
@@ -610,7 +615,7 @@ static int rdm_arm_locked(struct fab_ep *e)
 static int arm_locked(struct fab_ep *e)
 {
 	struct fid *fids[2];
-	bool try_cq;
+	bool try_cq, try_eq;
 	int n = 0;
 
 	if (e->fp->rdm)
@@ -618,18 +623,33 @@ static int arm_locked(struct fab_ep *e)
 	if (e->q.stash.n || !e->ep || e->peer_gone || e->epfd < 0)
 		return -RPCRDMA_ERR_AGAIN;
 	try_cq = e->cq && !(e->sh && e->sh->armed);
+	try_eq = e->eq && !e->eq_armed;
 	if (try_cq)
 		fids[n++] = &e->cq->fid;
-	if (e->eq)
+	if (try_eq)
 		fids[n++] = &e->eq->fid;
 	if (n && fi_trywait(e->fp->fabric, fids, n) != FI_SUCCESS) {
 		e->eq_due = 1;   /* whichever of the two has news */
+		e->eq_armed = false;
 		return -RPCRDMA_ERR_AGAIN;
 	}
 	if (e->sh && try_cq)
 		e->sh->armed = true;
+	e->eq_armed = e->eq != NULL;
+	e->eq_skipped = e->eq && !try_eq;
 	e->armed = e->sh != NULL;
+	if (e->armed)
+		e->armer = pthread_self();
 	return 0;
+}
+
+/* The first look after an arm that left the event queue out of its try: when it found
+ * no work, the queue is read now (struct fab_ep, eq_skipped). */
+static void eq_after_arm(struct fab_ep *e, bool found)
+{
+	if (e->eq_skipped && !found)
+		e->eq_due = 1;
+	e->eq_skipped = false;
 }
 
 /* Under sh's lock, released while asleep. A shared queue's descriptor is not in epfd
@@ -670,6 +690,7 @@ static int wait_locked(struct fab_ep *e, int timeout_ms)
 
 	for (;;) {
 		rpcrdma__fab_cq_drain(e, NULL);
+		eq_after_arm(e, e->q.stash.n != 0);
 		eq_check(e, NULL);
 		peer_check(e, NULL);
 		if (e->q.stash.n)
@@ -727,11 +748,11 @@ int rpcrdma__fab_poll(struct rpcrdma_ep *base, struct rpcrdma_cqe *out, int max)
 	/* completions kept from before (an injected Send's) are news enough for one poll:
 	 * the completion queue is read at the next (a read is a system call over tcp) */
 	s.n = rpcrdma__opq_pop(&e->q, out, max);
+	if (s.n == 0 && !drained_for(e))
+		rpcrdma__fab_cq_drain(e, &s);
+	eq_after_arm(e, s.n != 0);
 	if (s.n == 0) {
-		if (!drained_for(e))
-			rpcrdma__fab_cq_drain(e, &s);
-		if (s.n == 0)
-			eq_check(e, &s);
+		eq_check(e, &s);
 		if (s.n == 0)
 			peer_check(e, &s);
 	}

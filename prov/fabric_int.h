@@ -120,7 +120,16 @@ struct fab_ep {
 	int armed;                   /* with sh: its owner may sleep on epfd; under sh->lock.
 					RDM: marked asleep in the doorbell's page */
 	int signalled;               /* with sh: wake_fd was written; under sh->lock */
+	pthread_t armer;             /* with sh, while armed: the thread that armed it */
 	struct fid_eq *eq;           /* MSG */
+	/* MSG: a trywait found eq quiet and no read has taken anything from it since: its
+	 * wait fd signals the next event, so an arm need not try it again (over tcp each
+	 * try is a system call, one per sleep) */
+	bool eq_armed;
+	/* MSG: the last arm left eq out of its try: if the first poll after finds no work,
+	 * an event may be what woke the owner, and eq is read then (else each sleep would
+	 * end at once until eq_check's clock came round) */
+	bool eq_skipped;
 	int64_t eq_looked;           /* MSG: when eq was last read (coarse clock) */
 	int eq_due;                  /* MSG: read eq at the next poll, whenever it was read */
 	struct fid_av *av;           /* RDM */

@@ -4,11 +4,15 @@
  * completion, must keep it for its owner and wake the owner's descriptor if it was armed;
  * a Send done as it is posted wakes its armed endpoint too; arming the endpoints after
  * the listener need not try the shared queue again, and still misses nothing; once the
- * listener's owner drains the queue, endpoints take only what it kept for them, and a
- * peer's close is still seen; closing one endpoint must not disturb the other; after the
+ * listener's owner drains the queue, endpoints take only what it kept for them, the
+ * arming thread's own drain wakes no one, an arm that left the event queue out of its
+ * try still sees a peer's close at the first poll after, and a peer's close is still
+ * seen; closing one endpoint must not disturb the other; after the
  * listener closes, an endpoint's own descriptor carries its completions. Two processes
  * over libfabric tcp: the child holds two connections and sends on command. */
 #include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -53,12 +57,12 @@ static int send_one(struct rpcrdma_ep *ep, char ch)
 	return c.status;
 }
 
-/* Connects twice (A, then B), then per command byte: 'a'/'b' sends on A/B, 'x' closes A;
- * each answered. */
+/* Connects twice (A, then B), then per command byte: 'a'/'b' sends on A/B, 'x' closes A,
+ * 'c' connects C, 'y' closes C; each answered. */
 static int client(uint16_t port, int cmd_fd, int ack_fd)
 {
 	struct rpcrdma_prov *p;
-	struct rpcrdma_ep *ep[2];
+	struct rpcrdma_ep *ep[3];
 	char b;
 
 	if (rpcrdma_prov_open("tcp", &p, NULL, 0) ||
@@ -67,9 +71,11 @@ static int client(uint16_t port, int cmd_fd, int ack_fd)
 		return 1;
 	reg(p);
 	while (read(cmd_fd, &b, 1) == 1 && b != 'q') {
-		if (b == 'x') {   /* A's peer goes */
-			rpcrdma_ep_close(ep[0]);
-			ep[0] = NULL;
+		if (b == 'x' || b == 'y') {   /* A's or C's peer goes */
+			rpcrdma_ep_close(ep[b == 'y' ? 2 : 0]);
+		} else if (b == 'c') {
+			if (rpcrdma_connect(p, "127.0.0.1", port, NULL, 0, 10000, &ep[2]))
+				return 1;
 		} else if (send_one(ep[b == 'b'], (char)(b - 'a' + 'A')))
 			return 1;
 		if (write(ack_fd, &b, 1) != 1)
@@ -90,6 +96,23 @@ static int readable(int fd, int ms)
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
 	return poll(&p, 1, ms) > 0;
+}
+
+static void *arm_thread(void *ep)
+{
+	return (void *)(intptr_t)rpcrdma_ep_arm(ep);
+}
+
+/* Armed by another thread, as by a thread that then sleeps on its descriptor: a
+ * completion this thread drains for it must wake it (the arming thread's own drains do
+ * not: own_drain_quiet). */
+static void arm_elsewhere(struct rpcrdma_ep *ep)
+{
+	pthread_t t;
+	void *rc;
+
+	CHECK(pthread_create(&t, NULL, arm_thread, ep) == 0 && pthread_join(t, &rc) == 0);
+	CHECK_EQ_I((int)(intptr_t)rc, 0);
 }
 
 static int slot_is(int i, char ch)
@@ -129,7 +152,7 @@ static void polls_route(struct rpcrdma_ep *a, struct rpcrdma_ep *b)
 
 	post(a, 0, 1);
 	post(b, 1, 2);
-	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);
+	arm_elsewhere(b);
 	command('b');
 	command('a');
 	for (tries = 0; tries < 500 && !(got_a && readable(rpcrdma_ep_fd(b), 0)); tries++) {
@@ -154,7 +177,7 @@ static void small_send_wakes(struct rpcrdma_ep *b)
 	struct rpcrdma_sge s = slot(SLOTS);
 	struct rpcrdma_cqe c[4];
 
-	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);
+	arm_elsewhere(b);
 	CHECK(!readable(rpcrdma_ep_fd(b), 0));
 	CHECK_EQ_I(rpcrdma_post_send(b, &s, (void *)9), 0);
 	CHECK(readable(rpcrdma_ep_fd(b), 1000));
@@ -204,7 +227,7 @@ static void listener_drains(struct rpcrdma_listener *l, struct rpcrdma_ep *b)
 	command('b');
 	CHECK(readable(rpcrdma_listener_fd(l), 5000));
 	CHECK_EQ_I(rpcrdma_ep_poll(b, c, 4), 0);
-	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);
+	arm_elsewhere(b);
 	CHECK(!readable(rpcrdma_ep_fd(b), 0));
 	for (tries = 0; tries < 500 && !readable(rpcrdma_ep_fd(b), 0); tries++) {
 		CHECK_EQ_I(rpcrdma_listener_drain(l), 0);
@@ -216,6 +239,67 @@ static void listener_drains(struct rpcrdma_listener *l, struct rpcrdma_ep *b)
 	CHECK(c[0].op == RPCRDMA_OP_RECV && c[0].status == 0 && c[0].len == MSG);
 	CHECK_EQ_U((uintptr_t)c[0].ctx, 6);
 	CHECK(slot_is(1, 'B'));
+}
+
+/* A completion the arming thread drains itself wakes no one (fabric_ep.c, wake_owner):
+ * that thread is awake. B's descriptor stays quiet through the drain that keeps B's
+ * message; arming B again says it is pending; B's poll returns it. */
+static void own_drain_quiet(struct rpcrdma_listener *l, struct rpcrdma_ep *b)
+{
+	int tries, rc = 0;
+
+	memset(mem + MSG, 0, MSG);
+	post(b, 1, 7);
+	CHECK_EQ_I(rpcrdma_ep_arm(b), 0);
+	command('b');
+	for (tries = 0; tries < 500; tries++) {
+		CHECK_EQ_I(rpcrdma_listener_drain(l), 0);
+		CHECK(!readable(rpcrdma_ep_fd(b), 0));
+		rc = rpcrdma_ep_arm(b);
+		if (rc)
+			break;
+		(void)readable(rpcrdma_listener_fd(l), 10);
+	}
+	CHECK_EQ_I(rc, -RPCRDMA_ERR_AGAIN);
+	expect_one(b, 7, 1, 'B');
+}
+
+/* An arm after one that found the event queue quiet leaves it out of its try (struct
+ * fab_ep, eq_armed): C's peer closing still turns C's descriptor readable, and the first
+ * poll after, finding no completion, reads the queue and reports the end — not
+ * EQ_LOOK_SHARED_MS later. C has no receive posted: its end shows on the queue only. */
+static void skipped_queue_read(struct rpcrdma_listener *l, struct rpcrdma_ep *c)
+{
+	struct rpcrdma_cqe cq[4];
+	int tries;
+
+	CHECK_EQ_I(rpcrdma_ep_arm(c), 0);
+	CHECK_EQ_I(rpcrdma_ep_poll(c, cq, 4), 0);   /* reads the queue: its clock starts */
+	CHECK_EQ_I(rpcrdma_ep_arm(c), 0);
+	CHECK(!readable(rpcrdma_ep_fd(c), 0));
+	command('y');
+	for (tries = 0; tries < 500 && !readable(rpcrdma_ep_fd(c), 0); tries++) {
+		CHECK_EQ_I(rpcrdma_listener_drain(l), 0);
+		(void)readable(rpcrdma_listener_fd(l), 10);
+	}
+	CHECK(readable(rpcrdma_ep_fd(c), 0));
+	CHECK_EQ_I(rpcrdma_ep_poll(c, cq, 4), 1);
+	CHECK(cq[0].op == RPCRDMA_OP_DISCONNECT);
+	CHECK_EQ_I(rpcrdma_ep_poll(c, cq, 4), 0);
+}
+
+/* The child connects C while this side accepts it. */
+static struct rpcrdma_ep *accept_third(struct rpcrdma_listener *l)
+{
+	struct rpcrdma_connreq *req;
+	struct rpcrdma_ep *c;
+	char b = 'c';
+
+	CHECK(write(to_child, &b, 1) == 1);
+	CHECK_EQ_I(rpcrdma_listener_get(l, 10000, &req), 0);
+	CHECK_EQ_I(rpcrdma_accept(req, NULL, 0, 10000, &c), 0);
+	CHECK(read(from_child, &b, 1) == 1);
+	return c;
 }
 
 /* With the listener draining, a connection whose peer closed is still seen to end (its
@@ -254,7 +338,7 @@ static void test_shared_queue(void)
 	struct rpcrdma_listener *l;
 	struct rpcrdma_connreq *req;
 	struct rpcrdma_prov *p;
-	struct rpcrdma_ep *a, *b;
+	struct rpcrdma_ep *a, *b, *c;
 	pid_t child;
 
 	CHECK(pipe(cmdp) == 0 && pipe(ackp) == 0);
@@ -270,6 +354,10 @@ static void test_shared_queue(void)
 	small_send_wakes(b);
 	arms_share_the_queue(l, a, b);
 	listener_drains(l, b);
+	own_drain_quiet(l, b);
+	c = accept_third(l);
+	skipped_queue_read(l, c);
+	rpcrdma_ep_close(c);
 	drained_loss_seen(l, a);
 	/* A goes: B goes on */
 	rpcrdma_ep_close(a);

@@ -165,7 +165,11 @@ RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
  * it is safe (the descriptor will become readable for any new work), -RPCRDMA_ERR_AGAIN
  * when work is already pending (poll the endpoint first), -RPCRDMA_ERR_NOPROV where the
  * provider has no descriptor (shm: when its doorbell is out of reach). libfabric's
- * fi_trywait, verbs' ibv_req_notify_cq, shm's doorbell marked. */
+ * fi_trywait, verbs' ibv_req_notify_cq, shm's doorbell marked. An arm holds until the
+ * endpoint is polled: work another thread finds for it (rpcrdma_listener_drain(), a
+ * shared queue) wakes the descriptor, work the arming thread finds itself need not (it
+ * is awake; libfabric MSG does not): so that thread polls the endpoint, or arms it
+ * again, before it sleeps. */
 RPCRDMA_API int rpcrdma_ep_arm(struct rpcrdma_ep *ep);
 /* The same for rpcrdma_listener_fd(): new connection requests wake the descriptor, and
  * completions of the endpoints it accepted where they share its queue (rpcrdma_ep_fd). */
