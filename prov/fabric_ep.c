@@ -672,6 +672,18 @@ static int fd_wait(struct fab_ep *e, int timeout_ms)
 	return 0;
 }
 
+/* Its descriptor did not wake the sleeper: nothing it carries (the event queue) came. */
+void rpcrdma__fab_slept(struct rpcrdma_ep *base, int fired)
+{
+	struct fab_ep *e = (struct fab_ep *)base;
+
+	if (fired)
+		return;
+	sh_lock(e);
+	e->eq_skipped = false;
+	sh_unlock(e);
+}
+
 int rpcrdma__fab_arm(struct rpcrdma_ep *base)
 {
 	struct fab_ep *e = (struct fab_ep *)base;

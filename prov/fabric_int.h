@@ -252,6 +252,7 @@ int rpcrdma__fab_post_rma(struct rpcrdma_ep *base, uint32_t opcode,
 int rpcrdma__fab_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx);
 int rpcrdma__fab_wait(struct rpcrdma_ep *base, int timeout_ms);
 int rpcrdma__fab_arm(struct rpcrdma_ep *base);
+void rpcrdma__fab_slept(struct rpcrdma_ep *base, int fired);
 int rpcrdma__fab_local_enter(struct fab_ep *e);
 int rpcrdma__fab_map_err(int fi_err);
 int rpcrdma__fab_peer_alive_now(struct fab_ep *e);

@@ -333,6 +333,12 @@ int rpcrdma_ep_arm(struct rpcrdma_ep *ep)
 	return ep->prov->ops->ep_arm(ep);
 }
 
+void rpcrdma_ep_slept(struct rpcrdma_ep *ep, int fired)
+{
+	if (ep && ep->prov->ops->ep_slept)
+		ep->prov->ops->ep_slept(ep, fired);
+}
+
 int rpcrdma_listener_arm(struct rpcrdma_listener *l)
 {
 	if (!l)

@@ -314,6 +314,7 @@ const struct rpcrdma_prov_ops rpcrdma__fab_ops = {
 	.wait = rpcrdma__fab_wait,
 	.ep_fd = rpcrdma__fab_ep_fd,
 	.ep_arm = rpcrdma__fab_arm,
+	.ep_slept = rpcrdma__fab_slept,
 	.listener_arm = fab_listener_arm,
 	.listener_drain = fab_listener_drain,
 	.listener_prepare = rpcrdma__fab_rdm_prepare,

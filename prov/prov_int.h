@@ -42,6 +42,8 @@ struct rpcrdma_prov_ops {
 	 * would not wake it), -RPCRDMA_ERR_AGAIN when there is work to poll first */
 	int (*ep_arm)(struct rpcrdma_ep *ep);
 	int (*listener_arm)(struct rpcrdma_listener *l);
+	/* optional: after a sleep armed on its descriptor, whether that descriptor fired */
+	void (*ep_slept)(struct rpcrdma_ep *ep, int fired);
 	/* optional: read a shared completion queue for its endpoints */
 	int (*listener_drain)(struct rpcrdma_listener *l);
 	/* optional: make ready what the next accept needs (see rpcrdma_listener_prepare) */

@@ -171,6 +171,14 @@ RPCRDMA_API int rpcrdma_ep_fd(const struct rpcrdma_ep *ep);
  * is awake; libfabric MSG does not): so that thread polls the endpoint, or arms it
  * again, before it sleeps. */
 RPCRDMA_API int rpcrdma_ep_arm(struct rpcrdma_ep *ep);
+/* Optional, after a sleep that began with rpcrdma_ep_arm() returning 0: fired says
+ * whether rpcrdma_ep_fd() was among the descriptors that ended it. Without it, the
+ * endpoint's first poll after the sleep looks for what only its descriptor could have
+ * told (libfabric MSG: it reads the connection's event queue when it finds no
+ * completion); a program sleeping on many endpoints' descriptors (epoll) knows which
+ * fired and spares the others that look. A wrong "not fired" only delays what the
+ * descriptor signalled until the next sleep, which then ends at once. */
+RPCRDMA_API void rpcrdma_ep_slept(struct rpcrdma_ep *ep, int fired);
 /* The same for rpcrdma_listener_fd(): new connection requests wake the descriptor, and
  * completions of the endpoints it accepted where they share its queue (rpcrdma_ep_fd). */
 RPCRDMA_API int rpcrdma_listener_arm(struct rpcrdma_listener *l);
