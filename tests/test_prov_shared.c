@@ -63,7 +63,7 @@ static int send_one(struct rpcrdma_ep *ep, char ch)
 static int client(uint16_t port, int cmd_fd, int ack_fd)
 {
 	struct rpcrdma_prov *p;
-	struct rpcrdma_ep *ep[3];
+	struct rpcrdma_ep *ep[3] = { NULL, NULL, NULL };
 	char b;
 
 	if (rpcrdma_prov_open("tcp", &p, NULL, 0) ||
@@ -74,6 +74,7 @@ static int client(uint16_t port, int cmd_fd, int ack_fd)
 	while (read(cmd_fd, &b, 1) == 1 && b != 'q') {
 		if (b == 'x' || b == 'y') {   /* A's or C's peer goes */
 			rpcrdma_ep_close(ep[b == 'y' ? 2 : 0]);
+			ep[b == 'y' ? 2 : 0] = NULL;   /* a later send on it fails, not crashes */
 		} else if (b == 'c') {
 			if (rpcrdma_connect(p, "127.0.0.1", port, NULL, 0, 10000, &ep[2]))
 				return 1;
