@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Per-call objects without calloc (internal).
+/* Per-call objects without calloc, or without malloc at all once warm (internal).
  *
  * glibc's calloc does not use its per-thread cache, and objects past 1 KiB miss that
  * cache whichever call makes them: callgrind counted ~220 instructions per small calloc
@@ -74,6 +74,47 @@ static inline void rpcrdma__objpool_free(struct rpcrdma__objpool *p)
 
 	while ((o = rpcrdma__objpool_get(p)) != NULL)
 		free(o);
+}
+
+/* A few objects kept for an owner that several threads use without a common lock (a
+ * client's callers, a provider's registrations): each slot is taken and filled by an
+ * atomic exchange. */
+#define RPCRDMA__SPARES 32   /* as many as calls in flight at the usual deepest */
+
+struct rpcrdma__spares {
+	void *slot[RPCRDMA__SPARES];
+};
+
+/* A kept object (its contents as left), or NULL. A slot is read before it is exchanged:
+ * a locked exchange per empty slot would cost more than the malloc it saves. */
+static inline void *rpcrdma__spares_get(struct rpcrdma__spares *s)
+{
+	void *o;
+	int i;
+
+	for (i = 0; i < RPCRDMA__SPARES; i++)
+		if (__atomic_load_n(&s->slot[i], __ATOMIC_RELAXED) &&
+		    (o = __atomic_exchange_n(&s->slot[i], NULL, __ATOMIC_ACQUIRE)) != NULL)
+			return o;
+	return NULL;
+}
+
+/* Keep o in a free slot; false: none was free (or nothing is kept), the caller frees o. */
+static inline bool rpcrdma__spares_put(struct rpcrdma__spares *s, void *o)
+{
+	int i;
+
+	if (!RPCRDMA__OBJPOOL_KEEPS)
+		return false;
+	for (i = 0; i < RPCRDMA__SPARES; i++) {
+		void *none = NULL;
+
+		if (!__atomic_load_n(&s->slot[i], __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(&s->slot[i], &none, o, false, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return true;
+	}
+	return false;
 }
 
 #endif

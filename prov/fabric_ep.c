@@ -962,10 +962,12 @@ int rpcrdma__fab_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned
 			struct rpcrdma_mr **out)
 {
 	struct fab_prov *fp = (struct fab_prov *)p;
-	struct fab_mr *m = calloc(1, sizeof(*m));
+	struct fab_mr *m = rpcrdma__spares_get(&fp->spare_mrs);
 	int rc;
 
-	if (!m)
+	if (m)
+		memset(m, 0, sizeof(*m));
+	else if (!(m = calloc(1, sizeof(*m))))
 		return -RPCRDMA_ERR_NOMEM;
 	m->base.addr = addr;
 	m->base.len = len;
@@ -976,7 +978,8 @@ int rpcrdma__fab_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned
 	else
 		rc = reg_with_our_key(fp, m, fi_access(access));
 	if (rc) {
-		free(m);
+		if (!rpcrdma__spares_put(&fp->spare_mrs, m))
+			free(m);
 		return rc;
 	}
 	m->desc = fi_mr_desc(m->mr);
@@ -994,6 +997,7 @@ int rpcrdma__fab_mr_dereg(struct rpcrdma_mr *base)
 
 	if (!(fp->mr_mode & FI_MR_PROV_KEY))
 		rpcrdma__key_release(&fp->keys, (uint32_t)m->key);
-	free(m);
+	if (!rpcrdma__spares_put(&fp->spare_mrs, m))
+		free(m);
 	return rc;
 }

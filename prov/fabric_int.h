@@ -27,6 +27,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "objpool.h"
 #include "prov_int.h"
 #include "prov_opq.h"
 #include "shm_bell.h"
@@ -66,6 +67,8 @@ struct fab_prov {
 	int closed;                  /* closed by its owner; freed by the last parked one */
 	uint64_t mr_mode;
 	struct rpcrdma__keys keys;
+	struct rpcrdma__spares spare_mrs;   /* struct fab_mr of deregistered memory, for the
+					      next: a reply chunk is registered per call */
 };
 
 struct fab_mr {

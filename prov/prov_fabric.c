@@ -275,6 +275,10 @@ static void fab_ep_close(struct rpcrdma_ep *base)
 
 void rpcrdma__fab_prov_free(struct fab_prov *fp)
 {
+	void *m;
+
+	while ((m = rpcrdma__spares_get(&fp->spare_mrs)) != NULL)
+		free(m);
 	if (fp->domain)
 		fi_close(&fp->domain->fid);
 	if (fp->fabric)

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "objpool.h"
 #include "rpcrdma/prov.h"
 
 /* Bytes an implementation may use as its per-piece context (libfabric's fi_context2 is
@@ -56,6 +57,8 @@ struct rpcrdma__opq {
 	uint32_t tx_used, rx_used;
 	uint32_t tx_depth, rx_depth;
 	struct rpcrdma__ring stash;  /* completions found while not asked for them */
+	struct rpcrdma__objpool ones; /* finished one-piece ops (Sends, receives), for the
+					 next: no malloc per message (objpool.h) */
 };
 
 /* Where completions go: the caller's array first, the stash when it is full or absent. */
