@@ -28,31 +28,51 @@ static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 	rpcrdma__eng_dereg(e, &c->asm_mr);
 }
 
-/* Calls kept, with their header storage (2.7 KiB), for the next ones (objpool.h). */
-#define CALLS_KEPT 2
+/* Calls kept, with their header storage (2.7 KiB) and inline reply buffer, for the next
+ * ones (objpool.h): as many as 32 calls in flight leave, given back once the connection
+ * has been idle a while (rpcrdma__eng_objs_release). */
+#define CALLS_KEPT 32
 
-static void free_call(struct rpcrdma_eng_call *c)
+static void free_kept_call(void *o)
 {
-	free(c->p0_buf);
-	free(c->mrs);
-	rpcrdma__bufcache_put(&c->e->cache, c->reply_buf, c->reply_buf_cap);
-	free(c->asm_buf);
-	if (rpcrdma__objpool_put(&c->e->objs, c, CALLS_KEPT))
-		return;
+	struct rpcrdma_eng_call *c = o;
+
+	free(c->inl_buf);
 	free(c->hdr);
 	free(c);
 }
 
-/* A cleared call with its header storage. */
+static void free_call(struct rpcrdma_eng_call *c)
+{
+	struct rpcrdma_eng *e = c->e;   /* a kept call's first bytes link the pool */
+
+	free(c->p0_buf);
+	if (c->mrs != c->mrs_inline)
+		free(c->mrs);
+	rpcrdma__bufcache_put(&e->cache, c->reply_buf, c->reply_buf_cap);
+	free(c->asm_buf);
+	if (rpcrdma__objpool_put(&e->objs, c, CALLS_KEPT))
+		e->objs_since = e->now;
+	else
+		free_kept_call(c);
+}
+
+/* A cleared call with its header storage (and the inline reply buffer it had). */
 static struct rpcrdma_eng_call *alloc_call(struct rpcrdma_eng *e)
 {
 	struct rpcrdma_eng_call *c = rpcrdma__objpool_get(&e->objs);
 	struct rpcrdma_msg_storage *hdr;
+	uint8_t *inl;
+	uint32_t inl_cap;
 
 	if (c) {
 		hdr = c->hdr;
+		inl = c->inl_buf;
+		inl_cap = c->inl_cap;
 		memset(c, 0, sizeof(*c));
 		c->hdr = hdr;
+		c->inl_buf = inl;
+		c->inl_cap = inl_cap;
 		return c;
 	}
 	c = rpcrdma__zalloc(sizeof(*c));
@@ -337,7 +357,8 @@ int rpcrdma_eng_call(struct rpcrdma_eng *e, const struct rpcrdma_call_args *a, v
 	if (!c)
 		return -RPCRDMA_ERR_NOMEM;
 	c->mrs_cap = a->nitems + a->nresults + 1;
-	c->mrs = rpcrdma__zalloc(c->mrs_cap * sizeof(*c->mrs));
+	c->mrs = c->mrs_cap <= CALL_MRS_INLINE ? c->mrs_inline
+					       : rpcrdma__zalloc(c->mrs_cap * sizeof(*c->mrs));
 	if (!c->mrs) {
 		rc = -RPCRDMA_ERR_NOMEM;
 		goto out_free;
@@ -563,13 +584,23 @@ static int reads_or_status(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	return rc ? rc : 1;
 }
 
-static int take_inline(struct rpcrdma_eng_call *c, const struct rpcrdma_msg *m)
+/* The receive buffer goes back to the provider at once: the reply is copied into a
+ * buffer of the call's, as large as a receive, kept with the call for the next. */
+static int take_inline(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+		       const struct rpcrdma_msg *m)
 {
-	c->asm_buf = malloc(m->body_len);
-	if (!c->asm_buf)
-		return -RPCRDMA_ERR_NOMEM;
-	memcpy(c->asm_buf, m->body, m->body_len);
-	c->reply = c->asm_buf;
+	uint32_t want = m->body_len > e->inline_recv ? m->body_len : e->inline_recv;
+
+	if (c->inl_cap < m->body_len) {
+		free(c->inl_buf);
+		c->inl_cap = 0;
+		c->inl_buf = malloc(want ? want : 1);
+		if (!c->inl_buf)
+			return -RPCRDMA_ERR_NOMEM;
+		c->inl_cap = want;
+	}
+	memcpy(c->inl_buf, m->body, m->body_len);
+	c->reply = c->inl_buf;
 	c->reply_len = m->body_len;
 	if (m->proc == RPCRDMA_MSGP) {
 		c->msgp_align = m->align;
@@ -628,7 +659,7 @@ static int process_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 		}
 		if (m->nreads)
 			return reads_or_status(e, c, m);
-		return take_inline(c, m);
+		return take_inline(e, c, m);
 	case RPCRDMA_NOMSG:
 		rc = take_write_list(e, c, m);
 		if (rc) {
@@ -811,13 +842,15 @@ void rpcrdma__eng_client_done_sent(struct rpcrdma_eng *e)
 uint64_t rpcrdma__eng_client_tick(struct rpcrdma_eng *e, uint64_t now)
 {
 	struct rpcrdma_eng_call *c;
+	uint64_t next;
 
 	/* the queue is in deadline order */
 	while ((c = call_of(e->waitq.head)) != NULL && c->deadline <= now) {
 		rpcrdma__eng_count(e, RPCRDMA_EC_CREDIT_TIMEOUT);
 		complete(e, c, -RPCRDMA_ERR_TIMEDOUT);
 	}
-	return c ? c->deadline : UINT64_MAX;
+	next = rpcrdma__eng_objs_release(e, now, e->in_use || e->nwaiting, free_kept_call);
+	return c && c->deadline < next ? c->deadline : next;
 }
 
 void rpcrdma__eng_client_fail_all(struct rpcrdma_eng *e, int reason)
@@ -849,10 +882,8 @@ void rpcrdma__eng_client_destroy(struct rpcrdma_eng *e)
 			release_mrs(e, c);
 			free_call(c);
 		}
-	while ((c = rpcrdma__objpool_get(&e->objs)) != NULL) {
-		free(c->hdr);
-		free(c);
-	}
+	while ((c = rpcrdma__objpool_get(&e->objs)) != NULL)
+		free_kept_call(c);
 }
 
 /* ---- accessors ---- */

@@ -74,6 +74,10 @@ struct eng_asm {
 
 enum call_state { CALL_WAITING = 1, CALL_SENT, CALL_READING, CALL_COMPLETE };
 
+/* A call's registrations held in the call itself (its items, its results, the reply
+ * chunk): more only with more items than calls usually carry. */
+#define CALL_MRS_INLINE 6
+
 struct rpcrdma_eng_call {
 	struct rpcrdma_eng *e;
 	struct eng_link link;          /* in the wait queue, then in the in-flight list */
@@ -93,8 +97,9 @@ struct rpcrdma_eng_call {
 	uint32_t reads_pending;
 	uint32_t reads_next;           /* reply reads posted so far (the rest wait for room) */
 	uint64_t deadline;
-	struct rpcrdma_mr **mrs;       /* chunks of this call */
+	struct rpcrdma_mr **mrs;       /* chunks of this call: mrs_inline, or allocated */
 	uint32_t nmrs, mrs_cap;
+	struct rpcrdma_mr *mrs_inline[CALL_MRS_INLINE];
 	struct rpcrdma_mr *reply_mr;   /* the reply chunk offered */
 	uint8_t *reply_buf;
 	uint32_t reply_cap;
@@ -111,6 +116,8 @@ struct rpcrdma_eng_call {
 	uint32_t wire_err;
 	uint32_t msgp_align, msgp_thresh, msgp_base;
 	struct rpcrdma_msg_storage *hdr;   /* decoded reply header while reading */
+	uint8_t *inl_buf;              /* an inline reply's copy; kept, as hdr, with a kept call */
+	uint32_t inl_cap;
 	struct rpcrdma_msg msg;
 	struct eng_asm as;
 };
@@ -234,7 +241,7 @@ struct rpcrdma_eng {
 	struct rpcrdma__bufcache cache;
 	/* finished calls (with their header storage) or requests, for the next ones */
 	struct rpcrdma__objpool objs;
-	uint64_t objs_since;           /* server: when the last one was kept */
+	uint64_t objs_since;           /* when the last one was kept */
 	/* work waiting for resources */
 	struct eng_task *stall_head, *stall_tail;
 	uint64_t stall_since;          /* the head has waited since */
@@ -262,6 +269,12 @@ int rpcrdma__eng_post_asm_read(struct rpcrdma_eng *e, const struct eng_asm *as, 
 int rpcrdma__eng_reg(struct rpcrdma_eng *e, void *addr, size_t len, unsigned acc,
 		     struct rpcrdma_mr **out);
 void rpcrdma__eng_dereg(struct rpcrdma_eng *e, struct rpcrdma_mr **mr);
+/* Finished calls or requests kept in e->objs for the next ones go back (free_obj) once
+ * the connection has been without work (busy false) for RPCRDMA__OBJS_KEPT_MS; returns
+ * when to look again (UINT64_MAX: nothing kept). */
+#define RPCRDMA__OBJS_KEPT_MS 100
+uint64_t rpcrdma__eng_objs_release(struct rpcrdma_eng *e, uint64_t now, bool busy,
+				   void (*free_obj)(void *));
 void rpcrdma__eng_unstall(struct rpcrdma_eng *e, struct eng_task *t);
 uint32_t rpcrdma__eng_take_recvs(struct rpcrdma_eng *e, uint32_t want);
 /* The shared receive budget (NULL pool: unlimited). */

@@ -26,11 +26,10 @@ static void release_mrs(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 }
 
 /* Requests kept per connection for the next ones: a 6.6 KiB object from malloc was the
- * server's costliest step per call (objpool.h); two serve a client at depth 1. They go
- * back to malloc once the connection has had no request for REQS_KEPT_MS: kept on 1,000
- * idle connections they held 19 MiB of the server's memory (perf --idle 1000). */
-#define REQS_KEPT 2
-#define REQS_KEPT_MS 100
+ * server's costliest step per call (objpool.h); two serve a client at depth 1, and as
+ * many as 32 calls in flight leave. They go back to malloc once the connection has had
+ * no request for a while (rpcrdma__eng_objs_release). */
+#define REQS_KEPT 32
 
 static void req_free(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 {
@@ -41,18 +40,6 @@ static void req_free(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 		e->objs_since = e->now;
 	else
 		free(r);
-}
-
-/* The kept requests of a connection without requests for REQS_KEPT_MS are freed; else
- * when that will be (UINT64_MAX: nothing kept). */
-static uint64_t reqs_release(struct rpcrdma_eng *e, uint64_t now)
-{
-	if (!e->objs.n || e->outstanding)
-		return UINT64_MAX;
-	if (now - e->objs_since < REQS_KEPT_MS)
-		return e->objs_since + REQS_KEPT_MS;
-	rpcrdma__objpool_free(&e->objs);
-	return UINT64_MAX;
 }
 
 static struct rpcrdma_eng_req *req_alloc(struct rpcrdma_eng *e)
@@ -957,7 +944,7 @@ uint64_t rpcrdma__eng_server_tick(struct rpcrdma_eng *e, uint64_t now)
 			soonest = r->done_deadline;
 		}
 	}
-	next = reqs_release(e, now);
+	next = rpcrdma__eng_objs_release(e, now, e->outstanding != 0, free);
 	return next < soonest ? next : soonest;
 }
 

@@ -469,11 +469,14 @@ static void test_objects_reused_clean(void)
 	CHECK_EQ_U(cs.long_calls, 2);
 	CHECK_EQ_U(ss.rdma_reads, 2 * 2 + 2);   /* two read chunks and one long call a round */
 	CHECK_EQ_U(g.bad_calls, 0);
-	/* the server's kept requests go after 100 ms without a request: the tick asks to be
-	 * called then, and after it nothing is due */
+	/* the server's kept requests, and the client's kept calls, go after 100 ms without
+	 * work: the tick asks to be called then, and after it nothing is due */
 	CHECK_EQ_U(rpcrdma_eng_tick(g.sv.eng, g.now),
 		   RPCRDMA__OBJPOOL_KEEPS ? g.now + 100 : UINT64_MAX);
 	CHECK_EQ_U(rpcrdma_eng_tick(g.sv.eng, g.now + 100), UINT64_MAX);
+	CHECK_EQ_U(rpcrdma_eng_tick(g.cl.eng, g.now),
+		   RPCRDMA__OBJPOOL_KEEPS ? g.now + 100 : UINT64_MAX);
+	CHECK_EQ_U(rpcrdma_eng_tick(g.cl.eng, g.now + 100), UINT64_MAX);
 	rig_down(&g);
 }
 
