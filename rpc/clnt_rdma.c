@@ -47,6 +47,11 @@ enum call_kind {
 };
 
 /* One call, from clnt_call() until its outcome is known. */
+/* Finished calls are kept per client (calls are built and freed without its lock:
+ * rpcrdma__spares), each with its encode buffer up to SPARE_BUF_MAX: a call then costs no
+ * malloc. */
+#define SPARE_BUF_MAX (16u << 10)
+
 struct ccall {
 	struct ccall *prev, *next;       /* the client's calls, in the order made */
 	struct rdma_clnt *ct;
@@ -60,7 +65,8 @@ struct ccall {
 	int flush;                       /* a NULL call sent to settle batched calls */
 	struct rpcrdma_call_args a;
 	struct rpcrdma__xdr enc;
-	uint8_t *buf;
+	uint8_t *buf;                    /* the encoded call; kept with a spare call */
+	size_t buf_cap;
 	struct rpcrdma_ddp_buf res[RPCRDMA_DEF_LIST_CHUNKS];
 	uint8_t res_caller[RPCRDMA_DEF_LIST_CHUNKS];
 	uint32_t nres;
@@ -110,6 +116,7 @@ struct rdma_clnt {
 	int ccp_done;
 	struct rpcrdma_ccp_res ccp;
 	struct rpcrdma__cbsvc *cb;   /* calls from the server (RFC 8167) */
+	struct rpcrdma__spares spare_calls;   /* finished calls, for the next */
 	char errtext[200];
 };
 
@@ -198,11 +205,40 @@ static void release_results(struct ccall *call)
 	call->nres = 0;
 }
 
+/* A cleared call, with the encode buffer a spare one had. */
+static struct ccall *alloc_call(struct rdma_clnt *ct)
+{
+	struct ccall *call = rpcrdma__spares_get(&ct->spare_calls);
+	uint8_t *buf;
+	size_t cap;
+
+	if (!call)
+		return rpcrdma__zalloc(sizeof(*call));
+	buf = call->buf;
+	cap = call->buf_cap;
+	memset(call, 0, sizeof(*call));
+	call->buf = buf;
+	call->buf_cap = cap;
+	return call;
+}
+
 static void free_call(struct ccall *call)
 {
 	release_results(call);
+	if (call->buf_cap <= SPARE_BUF_MAX && rpcrdma__spares_put(&call->ct->spare_calls, call))
+		return;
 	free(call->buf);
 	free(call);
+}
+
+static void free_spares(struct rdma_clnt *ct)
+{
+	struct ccall *call;
+
+	while ((call = rpcrdma__spares_get(&ct->spare_calls)) != NULL) {
+		free(call->buf);
+		free(call);
+	}
 }
 
 /* Write chunks: the caller's buffers for this call (RPCRDMA_CLSET_DDP_BUFS), or, where
@@ -267,9 +303,13 @@ static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcp
 	u_int p = (u_int)proc;
 	bool_t ok;
 
-	call->buf = malloc(cap);
-	if (!call->buf)
-		return RPC_SYSTEMERROR;
+	if (call->buf_cap < cap) {
+		free(call->buf);
+		call->buf_cap = 0;
+		if (!(call->buf = malloc(cap)))
+			return RPC_SYSTEMERROR;
+		call->buf_cap = cap;
+	}
 	memset(&msg, 0, sizeof(msg));
 	msg.rm_xid = rpcrdma__ids_next_xid(&ct->ids);
 	msg.rm_direction = CALL;
@@ -300,7 +340,7 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 			      enum clnt_stat *stat)
 {
 	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(ct->ids.prog, ct->ids.vers, proc);
-	struct ccall *call = rpcrdma__zalloc(sizeof(*call));
+	struct ccall *call = alloc_call(ct);
 	int ddp = kind != CK_DETACHED &&
 		  rpcrdma__flavor_allows_ddp((int)ct->cl.cl_auth->ah_cred.oa_flavor);
 
@@ -1205,6 +1245,7 @@ static void flush_background(struct rdma_clnt *ct)
  * and of a clnt_rdma_create() that failed. */
 static void free_client(struct rdma_clnt *ct)
 {
+	free_spares(ct);
 	rpcrdma__cb_destroy(ct->cb);
 	if (ct->hk_fd >= 0)
 		close(ct->hk_fd);

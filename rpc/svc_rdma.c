@@ -32,6 +32,11 @@
 
 struct srv;
 
+/* Kept per listener: a request's queue entry and its reply's context, for the requests
+ * in flight at once on its busiest connections (a few hundred bytes each). */
+#define READIES_KEPT 64
+#define REPLIES_KEPT 64
+
 /* A request handed up by the engine, waiting for dispatch. */
 struct ready {
 	struct ready *next;
@@ -64,6 +69,8 @@ struct srv {
 	SVCXPRT xprt;
 	SVCXPRT_EXT ext;
 	struct rpcrdma__bufcache cache;  /* reply buffers kept for reuse; under lock */
+	struct rpcrdma__objpool readies; /* struct ready and struct reply_ctx kept for the */
+	struct rpcrdma__objpool replies; /* next requests (no malloc per call); under lock */
 	struct rpcrdma_eng_stats closed; /* summed over closed connections */
 	int *spare_fds;                  /* eventfds of closed connections, for new ones */
 	int nspare, spare_cap;
@@ -121,8 +128,10 @@ static void drain_fd(int fd)
 static void on_request(void *ctx, struct rpcrdma_eng_req *r)
 {
 	struct sconn *c = ctx;
-	struct ready *q = malloc(sizeof(*q));
+	struct ready *q = rpcrdma__objpool_get(&c->srv->readies);
 
+	if (!q)
+		q = malloc(sizeof(*q));
 	if (!q) {
 		rpcrdma_eng_req_drop(c->eng, r);
 		return;
@@ -152,7 +161,16 @@ struct reply_ctx {
 static void reply_free(struct reply_ctx *x)
 {
 	rpcrdma__bufcache_put(&x->srv->cache, x->flat, x->cap);
-	free(x);
+	if (!rpcrdma__objpool_put(&x->srv->replies, x, REPLIES_KEPT))
+		free(x);
+}
+
+/* What a listener keeps for the next requests goes back once it has no connection. */
+static void srv_trim(struct srv *s)
+{
+	rpcrdma__bufcache_free(&s->cache);
+	rpcrdma__objpool_free(&s->readies);
+	rpcrdma__objpool_free(&s->replies);
 }
 
 static void on_reply_done(void *ctx, struct rpcrdma_eng_req *r, int status)
@@ -244,10 +262,14 @@ static uint32_t items_to_lend(const struct srv *s, const struct rpcrdma_eng_req 
  * unless it waits). */
 static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma__xdr *enc, uint32_t lent)
 {
-	struct reply_ctx *x = rpcrdma__zalloc(sizeof(*x));
+	struct reply_ctx *x = rpcrdma__objpool_get(&s->replies);
 	uint32_t pos = XDR_GETPOS((XDR *)&enc->x), i;
 	uint64_t total = pos, at;
 
+	if (x)
+		memset(x, 0, sizeof(*x));
+	else
+		x = rpcrdma__zalloc(sizeof(*x));
 	for (i = 0; i < enc->nitems; i++)
 		if (!(lent & (1u << i)))
 			total += enc->items[i].len;
@@ -480,7 +502,8 @@ static struct rpcrdma_eng_req *pop_ready(struct sconn *c)
 	if (!c->head)
 		c->tail = NULL;
 	er = q->er;
-	free(q);
+	if (!rpcrdma__objpool_put(&c->srv->readies, q, READIES_KEPT))
+		free(q);
 	return er;
 }
 
@@ -976,7 +999,7 @@ static int reap(struct srv *s)
 		}
 	}
 	if (n && !s->conns)
-		rpcrdma__bufcache_free(&s->cache);
+		srv_trim(s);
 	return n;
 }
 
@@ -1156,7 +1179,7 @@ static void lst_destroy(SVCXPRT *xprt)
 	}
 	rpcrdma_listener_close(s->l);
 	rpcrdma_prov_close(s->p);
-	rpcrdma__bufcache_free(&s->cache);
+	srv_trim(s);
 	while (s->nspare)
 		close(s->spare_fds[--s->nspare]);
 	free(s->spare_fds);
