@@ -250,7 +250,9 @@ static void test_small_sends_done_at_once(void)
 
 		if (n == 0 && rpcrdma_ep_wait(ep, 5000))
 			break;
-		for (k = 0; k < n; k++) {
+		/* the client closes once all went: its DISCONNECT (and the receives posted
+		 * beyond the last message, flushed) may follow the last one in the same poll */
+		for (k = 0; k < n && total < MIXED; k++) {
 			int idx = (int)(uintptr_t)c[k].ctx - 1, j;
 			uint8_t *d = buf + (size_t)idx * LARGE;
 
