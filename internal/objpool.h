@@ -68,6 +68,17 @@ static inline bool rpcrdma__objpool_put(struct rpcrdma__objpool *p, void *o, uns
 	return true;
 }
 
+/* A cleared object of size bytes: a kept one, else a new one (rpcrdma__zalloc). */
+static inline void *rpcrdma__objpool_zget(struct rpcrdma__objpool *p, size_t size)
+{
+	void *o = rpcrdma__objpool_get(p);
+
+	if (!o)
+		return rpcrdma__zalloc(size);
+	memset(o, 0, size);
+	return o;
+}
+
 static inline void rpcrdma__objpool_free(struct rpcrdma__objpool *p)
 {
 	void *o;

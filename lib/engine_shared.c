@@ -54,7 +54,6 @@ void rpcrdma__eng_dereg(struct rpcrdma_eng *e, struct rpcrdma_mr **mr)
 	e->st.mrs_live--;
 }
 
-/* Whether this server may answer with read chunks (the peer's private data is known). */
 /* Kept on 1,000 idle connections, a server's requests held 19 MiB (perf --idle 1000). */
 uint64_t rpcrdma__eng_objs_release(struct rpcrdma_eng *e, uint64_t now, bool busy,
 				   void (*free_obj)(void *))
@@ -70,6 +69,7 @@ uint64_t rpcrdma__eng_objs_release(struct rpcrdma_eng *e, uint64_t now, bool bus
 	return UINT64_MAX;
 }
 
+/* Whether this server may answer with read chunks (the peer's private data is known). */
 bool rpcrdma__eng_reply_reads(const struct rpcrdma_eng *e)
 {
 	return e->cfg.reply_read_chunks == RPCRDMA_RRC_ALWAYS ||

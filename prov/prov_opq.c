@@ -171,13 +171,10 @@ static struct rpcrdma__op *op_new(struct rpcrdma__opq *q, uint32_t opcode, uint3
 				  void *ctx)
 {
 	size_t size = sizeof(struct rpcrdma__op) + npieces * sizeof(struct rpcrdma__piece);
-	struct rpcrdma__op *op = npieces == 1 ? rpcrdma__objpool_get(&q->ones) : NULL;
+	struct rpcrdma__op *op = npieces == 1 ? rpcrdma__objpool_zget(&q->ones, size)
+					      : rpcrdma__zalloc(size);
 	uint32_t i;
 
-	if (op)
-		memset(op, 0, size);
-	else
-		op = rpcrdma__zalloc(size);
 	if (!op)
 		return NULL;
 	op->q = q;

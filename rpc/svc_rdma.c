@@ -262,14 +262,10 @@ static uint32_t items_to_lend(const struct srv *s, const struct rpcrdma_eng_req 
  * unless it waits). */
 static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma__xdr *enc, uint32_t lent)
 {
-	struct reply_ctx *x = rpcrdma__objpool_get(&s->replies);
+	struct reply_ctx *x = rpcrdma__objpool_zget(&s->replies, sizeof(*x));
 	uint32_t pos = XDR_GETPOS((XDR *)&enc->x), i;
 	uint64_t total = pos, at;
 
-	if (x)
-		memset(x, 0, sizeof(*x));
-	else
-		x = rpcrdma__zalloc(sizeof(*x));
 	for (i = 0; i < enc->nitems; i++)
 		if (!(lent & (1u << i)))
 			total += enc->items[i].len;
@@ -331,10 +327,10 @@ static void drive_until_done(struct sconn *c, struct reply_ctx *x)
 			continue;
 		armed = p[0].fd >= 0 && !rpcrdma_ep_arm(c->ep) && !rpcrdma_listener_arm(s->l);
 		pthread_mutex_unlock(&s->lock);
-		if (armed && poll(p, 2, LEND_SLEEP_MS) >= 0)
-			rpcrdma_ep_slept(c->ep, p[0].revents != 0);
-		else if (!armed)
+		if (!armed)
 			rpcrdma__idle_backoff(&backoff);
+		else if (poll(p, 2, LEND_SLEEP_MS) >= 0)
+			rpcrdma_ep_slept(c->ep, p[0].revents != 0);
 		pthread_mutex_lock(&s->lock);
 	}
 }

@@ -7,6 +7,7 @@
  * server, libtirpc and libfabric alike: it defines them, forwarding to glibc's) while
  * thousands of calls run, synchronous and 16 in flight, over tcp and shm, and checks the
  * results. Skipped under AddressSanitizer, which owns malloc and keeps no pool. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -77,7 +78,7 @@ int posix_memalign(void **out, size_t align, size_t size)
 	count();
 	p = __libc_memalign(align, size);
 	if (!p)
-		return 12;   /* ENOMEM */
+		return ENOMEM;
 	*out = p;
 	return 0;
 }
