@@ -19,6 +19,7 @@
 #include "engine_rig.h"
 #include "rpcrdma/engine.h"
 #include "rpcrdma/prov.h"
+#include "test_host.h"
 
 #define WINDOW 32
 #define TIMEOUT_MS 20000
@@ -190,9 +191,11 @@ static int serve(const char *prov, uint16_t port, uint32_t inl)
 	int n, rc;
 
 	memset(&x, 0, sizeof(x));
+	if (test_prov_absent(prov))
+		return 77;
 	if (open_prov(&x, prov))
 		return 1;
-	rc = rpcrdma_listen(x.p, "127.0.0.1", port, &l);
+	rc = rpcrdma_listen(x.p, test_host(), port, &l);
 	if (rc) {
 		fprintf(stderr, "listen: %s\n", rpcrdma_strerror(rc));
 		return 1;

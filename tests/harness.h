@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rpcrdma/errors.h"
+#include "test_host.h"
 
 static int h_checks_failed;
 static int h_tests_passed;

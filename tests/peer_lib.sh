@@ -16,7 +16,8 @@ fi
 
 # start_server: start a peer server that prints "listening PORT",
 # wait for it, and set $spid and $port. Exits 77 (skip) when the provider is not usable
-# here, 1 when the server fails otherwise. Usage: start_server LOGFILE CMD...
+# here (the server says so, or exits 77), 1 when the server fails otherwise.
+# Usage: start_server LOGFILE CMD...
 start_server() {
 	local log=$1
 	shift
@@ -31,6 +32,10 @@ start_server() {
 	if [ -z "$port" ]; then
 		cat "$log"
 		grep -q 'no usable\|not usable' "$log" && { echo "SKIPPED: provider not usable"; exit 77; }
+		if ! kill -0 "$spid" 2>/dev/null; then
+			wait "$spid"
+			[ $? -eq 77 ] && { echo "SKIPPED: the server says its provider is not here"; exit 77; }
+		fi
 		exit 1
 	fi
 }

@@ -26,7 +26,7 @@ trap cleanup EXIT
 
 srv=()
 cli=()
-host=127.0.0.1
+host=${RPCRDMA_TEST_HOST:-127.0.0.1}
 if [ "$MODE" = netns ]; then
 	if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
 		echo "SKIPPED: the two-namespace test needs root and iproute2"

@@ -17,6 +17,7 @@
 
 #include "rt_auth.h"
 #include "rt_common.h"
+#include "test_host.h"
 
 void rt_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
 
@@ -270,7 +271,7 @@ int main(int argc, char **argv)
 		rpcrdma_ulb_register(&rt_ulb);
 	memset(&o, 0, sizeof(o));
 	o.port = so.rport ? (uint32_t)so.rport : RPCRDMA_PORT_ANY;
-	o.host = "127.0.0.1";
+	o.host = test_host();
 	o.reply_read_chunks = so.norrc ? -1 : 0;
 	o.dispatch_inline = so.inline_dispatch;
 	rt = svc_rdma_create(&o);

@@ -2,7 +2,7 @@
 /* The NFSv3 binding (RFC 8267) on a toy in-memory NFSv3 service: READ, WRITE, READLINK and
  * SYMLINK through rpcgen (-M) stubs over RDMA, in one process (server on worker threads).
  * Usage: test_nfs3 tcp|shm [HOST] (HOST: an address or name to listen on and connect to,
- * default 127.0.0.1; "::1" runs it over IPv6) */
+ * default $RPCRDMA_TEST_HOST or 127.0.0.1; "::1" runs it over IPv6) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,10 +274,12 @@ int main(int argc, char **argv)
 	struct rpcrdma_svc_opts so;
 	struct rpcrdma_clnt_opts co;
 	const char *prov = argc > 1 ? argv[1] : "tcp";
-	const char *host = argc > 2 ? argv[2] : "127.0.0.1";
+	const char *host = argc > 2 ? argv[2] : test_host();
 	SVCXPRT *x;
 	pthread_t th;
 
+	if (test_prov_absent(prov))
+		return 77;
 	CHECK_EQ_U(rpcrdma_ulb_register(rpcrdma_ulb_nfs3()), 0);
 	memset(&so, 0, sizeof(so));
 	so.provider = prov;

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Runs inside the VM of scripts/vm-test.sh, as root, on the host's files (read-only, with
+# a tmpfs overlay): soft-RoCE on a dummy device, then the suites named in
+# /vmout/env.sh (VM_SUITES; empty: all). Everything it prints goes to /vmout/guest.log;
+# its exit status is the number of suites that failed.
+#   stack    rdma-core's rping, and the kernel's NFSv3 client mounting knfsd over RDMA
+#   device   ctest -L rdma_device: the verbs provider's tests on the real device
+#   cli      rpcrdma serve / ping / perf --check over verbs
+# The dummy device's address (TEST-NET-1) exists only inside this VM, which has no NIC.
+set -u
+. /vmout/env.sh
+exec >/vmout/guest.log 2>&1
+. "$VM_SRC/tests/vm/guest_lib.sh"
+
+all="stack device cli"
+suites=${VM_SUITES:-$all}
+rxe_up || { echo "vm: soft-RoCE did not come up"; exit 99; }
+passed=0
+failed=0
+for s in $suites; do
+	case " $all " in
+	(*" $s "*) ;;
+	(*) echo "vm: no suite named '$s' (suites: $all)"; failed=$((failed + 1)); continue ;;
+	esac
+	echo "== suite $s"
+	t0=$(date +%s)
+	# not in an if: there, set -e would be ignored inside the suite
+	( set -e; "suite_$s" )
+	if [ $? -eq 0 ]; then
+		passed=$((passed + 1))
+		echo "== suite $s: passed ($(($(date +%s) - t0)) s)"
+	else
+		failed=$((failed + 1))
+		echo "== suite $s: FAILED ($(($(date +%s) - t0)) s)"
+	fi
+done
+echo "vm: $passed passed, $failed failed"
+exit $failed

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# The VM suite's pieces (sourced by tests/vm/guest.sh inside the VM).
+VM_ADDR=192.0.2.1
+export RPCRDMA_TEST_HOST=$VM_ADDR
+CLI=$VM_BUILD/rpcrdma
+
+# soft-RoCE: rxe0 over a dummy device (rxe cannot sit on lo), port active, its IPv4 GID
+# in the table (the RDMA CM resolves through it)
+rxe_up() {
+	ip link set lo up
+	modprobe dummy && ip link add rr0 type dummy && ip addr add "$VM_ADDR/24" dev rr0 &&
+		ip link set rr0 up || return 1
+	modprobe rdma_rxe && modprobe ib_uverbs && modprobe rdma_ucm || return 1
+	rdma link add rxe0 type rxe netdev rr0 || return 1
+	ulimit -l unlimited
+	for _ in $(seq 100); do
+		rdma link show rxe0/1 | grep -q 'state ACTIVE' &&
+			grep -q -l "ffff:c000:0201" /sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null &&
+			return 0
+		sleep 0.1
+	done
+	rdma link show
+	return 1
+}
+
+# the kernel's NFS server on a tmpfs (the overlay root cannot be exported), NFSv3 with
+# mountd on 20048, NFS/RDMA on 20049; its largest READ/WRITE raised to 1 MiB
+KNFSD_DIR=/srv/knfsd
+knfsd_up() {
+	[ -e /proc/fs/nfsd/portlist ] && grep -q rdma /proc/fs/nfsd/portlist 2>/dev/null && return 0
+	modprobe nfsd && modprobe rpcrdma || return 1
+	mount -t nfsd nfsd /proc/fs/nfsd || return 1
+	mkdir -p "$KNFSD_DIR" /run/rpcbind /var/lib/nfs
+	mount -t tmpfs -o size=1g knfsd "$KNFSD_DIR" || return 1
+	touch /var/lib/nfs/etab /var/lib/nfs/rmtab
+	echo 1048576 >/proc/fs/nfsd/max_block_size
+	rpcbind -w || return 1
+	exportfs -o rw,no_root_squash,insecure,fsid=1 "*:$KNFSD_DIR" || return 1
+	rpc.mountd -p 20048 || return 1
+	rpc.nfsd 4 || return 1
+	echo "rdma 20049" >/proc/fs/nfsd/portlist
+}
+
+# a file of N MiB of pseudo-random bytes (the same bytes for the same seed)
+make_file() {
+	head -c $(($2 * 1048576)) /dev/urandom >"$1"
+}
+
+suite_stack() {
+	ibv_devices | grep -q rxe0
+	rping -s -a "$VM_ADDR" -C 3 >/tmp/rping-server.log 2>&1 &
+	sleep 1
+	rping -c -a "$VM_ADDR" -C 3 -v
+	wait
+	knfsd_up
+	mkdir -p /mnt/knfsd
+	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
+	grep " /mnt/knfsd " /proc/mounts | grep -q "proto=rdma"
+	make_file /tmp/stack.bin 16
+	cp /tmp/stack.bin /mnt/knfsd/stack.bin
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp /tmp/stack.bin "$KNFSD_DIR/stack.bin"
+	cmp /tmp/stack.bin /mnt/knfsd/stack.bin
+	echo "the kernel's NFSv3/RDMA client wrote and read 16 MiB through knfsd, same bytes"
+	umount /mnt/knfsd
+}
+
+suite_device() {
+	local rc=0
+	cd "$VM_BUILD"
+	ctest -L rdma_device --output-on-failure --timeout 600 >/tmp/ctest.log 2>&1 || rc=$?
+	cat /tmp/ctest.log
+	# every one of them ran: none skipped for want of a device
+	! grep -q 'Skipped\|Not Run' /tmp/ctest.log || { echo "a device test was skipped"; return 1; }
+	return $rc
+}
+
+suite_cli() {
+	local log=/tmp/serve.log port
+	"$CLI" serve --provider verbs --listen "$VM_ADDR:0" >$log 2>&1 &
+	local spid=$!
+	for _ in $(seq 100); do grep -q 'listening' $log && break; sleep 0.1; done
+	cat $log
+	port=$(sed -n 's/^listening \([0-9]*\).*/\1/p' $log | head -n1)
+	[ -n "$port" ]
+	"$CLI" ping "$VM_ADDR:$port" --provider verbs -c 3 -i 0
+	"$CLI" perf "$VM_ADDR:$port" --provider verbs --check --sizes 4k,1m --depths 1,8 \
+		--ops read,write --seconds 0.5
+	kill $spid
+	wait $spid || true
+}
