@@ -114,6 +114,34 @@ bool_t nfsproc3_symlink_3_svc(SYMLINK3args *a, SYMLINK3res *r, struct svc_req *r
 	return TRUE;
 }
 
+/* The procedures this toy does not serve: NFS3ERR_NOTSUPP, with empty attributes. */
+#define NOT_SERVED(proc, args, res)                                                     \
+	bool_t nfsproc3_##proc##_3_svc(args *a, res *r, struct svc_req *rq)             \
+	{                                                                               \
+		(void)a;                                                                \
+		(void)rq;                                                               \
+		memset(r, 0, sizeof(*r));                                               \
+		r->status = NFS3ERR_NOTSUPP;                                            \
+		return TRUE;                                                            \
+	}
+NOT_SERVED(getattr, GETATTR3args, GETATTR3res)
+NOT_SERVED(setattr, SETATTR3args, SETATTR3res)
+NOT_SERVED(lookup, LOOKUP3args, LOOKUP3res)
+NOT_SERVED(access, ACCESS3args, ACCESS3res)
+NOT_SERVED(create, CREATE3args, CREATE3res)
+NOT_SERVED(mkdir, MKDIR3args, MKDIR3res)
+NOT_SERVED(mknod, MKNOD3args, MKNOD3res)
+NOT_SERVED(remove, REMOVE3args, REMOVE3res)
+NOT_SERVED(rmdir, RMDIR3args, RMDIR3res)
+NOT_SERVED(rename, RENAME3args, RENAME3res)
+NOT_SERVED(link, LINK3args, LINK3res)
+NOT_SERVED(readdir, READDIR3args, READDIR3res)
+NOT_SERVED(readdirplus, READDIRPLUS3args, READDIRPLUS3res)
+NOT_SERVED(fsstat, FSSTAT3args, FSSTAT3res)
+NOT_SERVED(fsinfo, FSINFO3args, FSINFO3res)
+NOT_SERVED(pathconf, PATHCONF3args, PATHCONF3res)
+NOT_SERVED(commit, COMMIT3args, COMMIT3res)
+
 int nfs_program_3_freeresult(SVCXPRT *transp, xdrproc_t xres, caddr_t res)
 {
 	(void)transp;

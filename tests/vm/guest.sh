@@ -7,13 +7,14 @@
 #   stack    rdma-core's rping, and the kernel's NFSv3 client mounting knfsd over RDMA
 #   device   ctest -L rdma_device: the verbs provider's tests on the real device
 #   cli      rpcrdma serve / ping / perf --check over verbs
+#   nfs3cp   our NFSv3 client (examples/nfs3) against knfsd over RDMA
 # The dummy device's address (TEST-NET-1) exists only inside this VM, which has no NIC.
 set -u
 . /vmout/env.sh
 exec >/vmout/guest.log 2>&1
 . "$VM_SRC/tests/vm/guest_lib.sh"
 
-all="stack device cli"
+all="stack device cli nfs3cp"
 suites=${VM_SUITES:-$all}
 rxe_up || { echo "vm: soft-RoCE did not come up"; exit 99; }
 passed=0

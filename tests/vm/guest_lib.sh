@@ -90,3 +90,47 @@ suite_cli() {
 	kill $spid
 	wait $spid || true
 }
+
+# our client against knfsd: 16 MiB each way, byte for byte, a directory of 300 entries
+# listed (reply chunks), and errors by name
+suite_nfs3cp() {
+	local cp=$VM_BUILD/nfs3cp d=$KNFSD_DIR/cp
+	knfsd_up
+	mkdir -p $d/tree
+	make_file /tmp/src16.bin 16
+	cp /tmp/src16.bin $d/from.bin
+	# READ (write chunks), MOUNT found through rpcbind
+	"$cp" --provider verbs "$VM_ADDR:$d/from.bin" /tmp/back.bin
+	cmp $d/from.bin /tmp/back.bin
+	# WRITE (read chunks) + COMMIT into a new file, MOUNT on its port
+	"$cp" --provider verbs --mount-port 20048 /tmp/src16.bin "$VM_ADDR:$d/to.bin"
+	cmp /tmp/src16.bin $d/to.bin
+	# over an existing longer file: truncated first; odd size, small chunks, depth 1
+	head -c 1234567 /dev/urandom >/tmp/odd.bin
+	"$cp" --provider verbs --chunk 64k --depth 1 /tmp/odd.bin "$VM_ADDR:$d/to.bin"
+	cmp /tmp/odd.bin $d/to.bin
+	"$cp" --provider verbs --chunk 100k /tmp/odd.bin "$VM_ADDR:$d/odd.bin"
+	"$cp" --provider verbs --chunk 100k "$VM_ADDR:$d/odd.bin" /tmp/odd.back
+	cmp /tmp/odd.bin /tmp/odd.back
+	: >/tmp/empty
+	"$cp" --provider verbs /tmp/empty "$VM_ADDR:$d/empty"
+	"$cp" --provider verbs "$VM_ADDR:$d/empty" /tmp/empty.back
+	[ -f /tmp/empty.back ] && [ ! -s /tmp/empty.back ] && [ -f $d/empty ] && [ ! -s $d/empty ]
+	# a directory of 300 entries, with long names: replies of many KiB in reply chunks
+	for i in $(seq 1 250); do : >"$d/tree/file-with-a-rather-long-name-number-$i"; done
+	for i in $(seq 1 50); do mkdir "$d/tree/directory-$i"; done
+	(cd $d/tree && ls -A | sort) >/tmp/want.ls
+	"$cp" --provider verbs --list "$VM_ADDR:$d/tree" >/tmp/plus.ls
+	awk '{print $3}' /tmp/plus.ls | grep -v '^\.\.\?$' | sort >/tmp/got.ls
+	cmp /tmp/want.ls /tmp/got.ls
+	grep -q '^d .* directory-7$' /tmp/plus.ls
+	"$cp" --provider verbs --readdir --list "$VM_ADDR:$d/tree" | grep -v '^\.\.\?$' | sort >/tmp/got2.ls
+	cmp /tmp/want.ls /tmp/got2.ls
+	echo "nfs3cp: 16 MiB read and written, odd and empty files, 300 entries listed"
+	# failures say what failed
+	! "$cp" --provider verbs "$VM_ADDR:$d/nosuch" /tmp/x 2>/tmp/err && grep 'NFS3ERR_NOENT' /tmp/err
+	! "$cp" --provider verbs "$VM_ADDR:/not/exported/f" /tmp/x 2>/tmp/err &&
+		grep 'no export' /tmp/err
+	! "$cp" --provider verbs "$VM_ADDR:$d/tree" /tmp/x 2>/tmp/err && grep 'not a regular file' /tmp/err
+	! "$cp" --provider verbs --port 1 "$VM_ADDR:$d/from.bin" /tmp/x 2>/tmp/err && cat /tmp/err
+}
