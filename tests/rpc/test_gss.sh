@@ -17,6 +17,10 @@ for c in krb5kdc kdb5_util kadmin.local kinit; do
 	command -v "$c" >/dev/null || { echo "SKIPPED: $c is not installed"; exit 77; }
 done
 PEER_LIB_TMP=1
+# the provider of the server's first RDMA listener and the address of both ends: tcp on
+# 127.0.0.1, or the VM suite's soft-RoCE (verbs and its address)
+R=${RPCRDMA_PROVIDER:-tcp}
+H=${RPCRDMA_TEST_HOST:-127.0.0.1}
 . "$(dirname "$0")/../peer_lib.sh"
 kpid=
 stop_kdc() { [ -n "$kpid" ] && kill "$kpid" 2>/dev/null; peer_cleanup; }
@@ -87,9 +91,9 @@ start_server "$out/serve" "$SERVER"
 read -r rport sport tport <<<"$port"
 
 rc=0
-for t in tcp rdma-tcp rdma-shm; do
-	case $t in tcp) p=$tport ;; rdma-tcp) p=$rport ;; rdma-shm) p=$sport ;; esac
-	timeout 120 "$CLIENT" "$t" 127.0.0.1 "$p" gss "$out/$t.pcap" >"$out/$t.out" 2>"$out/$t.err"
+for t in tcp rdma-$R rdma-shm; do
+	case $t in tcp) p=$tport ;; rdma-$R) p=$rport ;; rdma-shm) p=$sport ;; esac
+	timeout 120 "$CLIENT" "$t" "$H" "$p" gss "$out/$t.pcap" >"$out/$t.out" 2>"$out/$t.err"
 	crc=$?
 	echo "== $t (exit $crc)"
 	cat "$out/$t.out"
@@ -97,7 +101,7 @@ for t in tcp rdma-tcp rdma-shm; do
 	[ $crc -eq 77 ] && { echo "SKIPPED: client built without RPCSEC_GSS"; exit 77; }
 	[ $crc -eq 0 ] || rc=1
 done
-for t in rdma-tcp rdma-shm; do
+for t in rdma-$R rdma-shm; do
 	if ! diff <(grep '^gss ' "$out/tcp.out") <(grep '^gss ' "$out/$t.out") >/dev/null; then
 		echo "FAIL: $t differs from tcp"
 		rc=1

@@ -13,6 +13,10 @@ SERVER=$1
 CLIENT=$2
 MODE=$3
 PEER_LIB_TMP=1
+# the provider of the server's first RDMA listener and the address of both ends: tcp on
+# 127.0.0.1, or the VM suite's soft-RoCE (verbs and its address)
+R=${RPCRDMA_PROVIDER:-tcp}
+H=${RPCRDMA_TEST_HOST:-127.0.0.1}
 . "$(dirname "$0")/../peer_lib.sh"
 
 run_server() {
@@ -34,9 +38,9 @@ run_server
 # check of a waiting client's context switches failed twice over tcp (302, 369; cause
 # not found)
 bulk() {
-	for t in rdma-tcp:$rport rdma-shm:$sport; do
+	for t in rdma-$R:$rport rdma-shm:$sport; do
 		echo "== ${t%%:*} bulk"
-		timeout 120 "$CLIENT" "${t%%:*}" 127.0.0.1 "${t##*:}" bulk || rc=1
+		timeout 120 "$CLIENT" "${t%%:*}" "$H" "${t##*:}" bulk || rc=1
 	done
 }
 if [ "$MODE" = inline ]; then
@@ -45,18 +49,18 @@ if [ "$MODE" = inline ]; then
 	stop_server
 	exit $rc
 fi
-for t in rdma-tcp:$rport rdma-shm:$sport tcp:$tport; do
+for t in rdma-$R:$rport rdma-shm:$sport tcp:$tport; do
 	tr=${t%%:*}
 	[ "$MODE" = workers ] && [ "$tr" = tcp ] && continue   # workers serve RDMA only
 	echo "== $tr"
 	# workers: the waiting client's context switches are printed, not checked (rt_client.c)
 	[ "$MODE" = workers ] && export RT_WAKE_CHECK=0
-	timeout 300 "$CLIENT" "$tr" 127.0.0.1 "${t##*:}" >"$out/$tr" || rc=1
+	timeout 300 "$CLIENT" "$tr" "$H" "${t##*:}" >"$out/$tr" || rc=1
 	cat "$out/$tr"
 done
 if [ "$MODE" = svc_run ]; then
 	# same outcomes over RDMA as over TCP (lines that exist on both)
-	for tr in rdma-tcp rdma-shm; do
+	for tr in rdma-$R rdma-shm; do
 		sed "s/^$tr //" "$out/$tr" | grep -v -e 'passed' -e ddp -e async -e 'server gone' -e wrapping -e 'slow reply' >"$out/a"
 		sed 's/^tcp //' "$out/tcp" | grep -v -e 'passed' >"$out/b"
 		diff "$out/b" "$out/a" || { echo "outcomes differ: $tr vs tcp"; rc=1; }
@@ -67,17 +71,17 @@ stop_server
 
 # without a binding: long calls and replies still work, replies beyond the reply chunk too
 run_server nobinding
-for t in rdma-tcp:$rport rdma-shm:$sport; do
+for t in rdma-$R:$rport rdma-shm:$sport; do
 	echo "== ${t%%:*} nobinding"
-	timeout 300 "$CLIENT" "${t%%:*}" 127.0.0.1 "${t##*:}" nobinding || rc=1
+	timeout 300 "$CLIENT" "${t%%:*}" "$H" "${t##*:}" nobinding || rc=1
 done
 stop_server
 
 # a server that never sends read chunks in replies, as RFC 8166 servers
 run_server nobinding norrc
-for t in rdma-tcp:$rport rdma-shm:$sport; do
+for t in rdma-$R:$rport rdma-shm:$sport; do
 	echo "== ${t%%:*} foreign"
-	timeout 120 "$CLIENT" "${t%%:*}" 127.0.0.1 "${t##*:}" foreign || rc=1
+	timeout 120 "$CLIENT" "${t%%:*}" "$H" "${t##*:}" foreign || rc=1
 done
 stop_server
 
@@ -87,7 +91,7 @@ for flag in gone noreconnect; do
 	run_server
 	rm -f "$out/go"
 	mkfifo "$out/go"
-	timeout 60 "$CLIENT" rdma-tcp 127.0.0.1 "$rport" "$flag" <"$out/go" >"$out/gone" &
+	timeout 60 "$CLIENT" rdma-$R "$H" "$rport" "$flag" <"$out/go" >"$out/gone" &
 	cpid=$!
 	exec 3>"$out/go"
 	for _ in $(seq 300); do grep -q ready "$out/gone" && break; sleep 0.1; done
@@ -101,7 +105,7 @@ for flag in gone noreconnect; do
 done
 
 # a server that hangs without a word (SIGSTOP): keepalive notices, reconnects after
-for tr in rdma-tcp rdma-shm; do
+for tr in rdma-$R rdma-shm; do
 	echo "== $tr keepalive"
 	run_server
 	p=$rport
@@ -109,7 +113,7 @@ for tr in rdma-tcp rdma-shm; do
 	rm -f "$out/go"
 	mkfifo "$out/go"
 	exec 3<>"$out/go"
-	timeout 60 "$CLIENT" "$tr" 127.0.0.1 "$p" keepalive <"$out/go" >"$out/ka" &
+	timeout 60 "$CLIENT" "$tr" "$H" "$p" keepalive <"$out/go" >"$out/ka" &
 	cpid=$!
 	for _ in $(seq 100); do grep -q ready "$out/ka" && break; sleep 0.1; done
 	kill -STOP "$spid"
@@ -123,12 +127,12 @@ for tr in rdma-tcp rdma-shm; do
 done
 
 # killed and started again on the same port while a client calls in a loop
-for tr in rdma-tcp rdma-shm; do
+for tr in rdma-$R rdma-shm; do
 	echo "== $tr restart"
 	run_server xids
 	p=$rport
 	[ "$tr" = rdma-shm ] && p=$sport
-	timeout 120 "$CLIENT" "$tr" 127.0.0.1 "$p" restart 6 >"$out/restart" 2>&1 &
+	timeout 120 "$CLIENT" "$tr" "$H" "$p" restart 6 >"$out/restart" 2>&1 &
 	cpid=$!
 	for _ in $(seq 100); do grep -q ready "$out/restart" && break; sleep 0.1; done
 	sleep 1

@@ -16,6 +16,7 @@ exec >/vmout/guest.log 2>&1
 
 all="stack device cli nfs3cp"
 suites=${VM_SUITES:-$all}
+dev_up || { echo "vm: /dev/shm or /dev/fd could not be made"; exit 99; }
 rxe_up || { echo "vm: soft-RoCE did not come up"; exit 99; }
 passed=0
 failed=0

@@ -1,15 +1,24 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # The VM suite's pieces (sourced by tests/vm/guest.sh inside the VM).
 VM_ADDR=192.0.2.1
-export RPCRDMA_TEST_HOST=$VM_ADDR
+VM_ADDR6=2001:db8::1
+export RPCRDMA_TEST_HOST=$VM_ADDR RPCRDMA_TEST_HOST6=$VM_ADDR6
 CLI=$VM_BUILD/rpcrdma
+
+# what a booted Debian has and the bare devtmpfs lacks: /dev/shm (libfabric's shm
+# provider and our shm bells) and /dev/fd (bash's process substitution)
+dev_up() {
+	mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 shm /dev/shm || return 1
+	ln -sf /proc/self/fd /dev/fd && ln -sf /proc/self/fd/0 /dev/stdin &&
+		ln -sf /proc/self/fd/1 /dev/stdout && ln -sf /proc/self/fd/2 /dev/stderr
+}
 
 # soft-RoCE: rxe0 over a dummy device (rxe cannot sit on lo), port active, its IPv4 GID
 # in the table (the RDMA CM resolves through it)
 rxe_up() {
 	ip link set lo up
 	modprobe dummy && ip link add rr0 type dummy && ip addr add "$VM_ADDR/24" dev rr0 &&
-		ip link set rr0 up || return 1
+		ip -6 addr add "$VM_ADDR6/64" dev rr0 nodad && ip link set rr0 up || return 1
 	modprobe rdma_rxe && modprobe ib_uverbs && modprobe rdma_ucm || return 1
 	rdma link add rxe0 type rxe netdev rr0 || return 1
 	ulimit -l unlimited
