@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # The test command of the README: installs dependencies, builds, and runs every test
 # twice — optimised, then under AddressSanitizer + UndefinedBehaviorSanitizer — with
-# warnings as errors, runs the core's tests on a big-endian host (s390x under qemu), and
-# fuzzes the decoder briefly when clang's libFuzzer is there (FUZZ_SECONDS, default 20).
+# warnings as errors; runs the VM suite (scripts/vm-test.sh: the verbs provider, our NFSv3
+# client and the kernel's NFS/RDMA over soft-RoCE under qemu) on the optimised build; runs
+# the core's tests on a big-endian host (s390x under qemu), and fuzzes the decoder
+# briefly when clang's libFuzzer is there (FUZZ_SECONDS, default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -11,6 +13,13 @@ scripts/setup.sh
 echo "== build and test (optimised)"
 BUILD_DIR=build scripts/build.sh -DRPCRDMA_WERROR=ON
 (cd build && ctest --output-on-failure -j"$(nproc)")
+
+echo "== the verbs provider on a real RDMA stack: soft-RoCE and the kernel's NFS/RDMA in a VM"
+# CI must run it: there a VM that cannot start is a failure, not a skip
+[ "${CI:-}" = true ] && export RPCRDMA_VM_REQUIRED=1
+rc=0
+BUILD_DIR=build scripts/vm-test.sh || rc=$?
+[ $rc -eq 0 ] || [ $rc -eq 77 ] || exit $rc
 
 echo "== build and test (ASan + UBSan)"
 BUILD_DIR=build-asan scripts/build.sh -DRPCRDMA_WERROR=ON -DRPCRDMA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
