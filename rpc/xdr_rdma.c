@@ -335,6 +335,24 @@ void rpcrdma__create_err(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Out of memory at connect is, on a real RDMA device, nearly always the registration of
+ * the connection's buffers meeting RLIMIT_MEMLOCK (the kernel pins what is registered):
+ * say so, with the limit and how to raise it. */
+static void create_err_memory(const char *what, const char *host, unsigned port)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		rpcrdma__create_err("%s %s port %u: out of memory registering buffers: RDMA pins "
+				    "registered memory and the locked-memory limit is %llu KiB; "
+				    "raise it (ulimit -l unlimited; LimitMEMLOCK=infinity in a "
+				    "systemd unit; memlock in /etc/security/limits.conf)", what,
+				    host, port, (unsigned long long)(rl.rlim_cur / 1024));
+	else
+		rpcrdma__create_err("%s %s port %u: out of memory registering buffers", what,
+				    host, port);
+}
+
 void rpcrdma__create_err_conn(int rc, const char *what, const char *host, unsigned port,
 			      int timeout_ms)
 {
@@ -356,6 +374,9 @@ void rpcrdma__create_err_conn(int rc, const char *what, const char *host, unsign
 	case RPCRDMA_ERR_REJECTED:
 		rpcrdma__create_err("%s %s port %u: the server rejected the connection", what,
 				    host, port);
+		break;
+	case RPCRDMA_ERR_NOMEM:
+		create_err_memory(what, host, port);
 		break;
 	default:
 		rpcrdma__create_err("%s %s port %u: %s", what, host, port, rpcrdma_strerror(rc));

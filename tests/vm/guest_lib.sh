@@ -96,6 +96,12 @@ suite_cli() {
 	"$CLI" ping "$VM_ADDR:$port" --provider verbs -c 3 -i 0
 	"$CLI" perf "$VM_ADDR:$port" --provider verbs --check --sizes 4k,1m --depths 1,8 \
 		--ops read,write --seconds 0.5
+	# registration pins memory: too low a limit says so (as a user without CAP_IPC_LOCK)
+	! setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+		bash -c "ulimit -l 64; exec $CLI ping $VM_ADDR:$port --provider verbs -c 1" \
+		>/tmp/memlock.out 2>&1
+	cat /tmp/memlock.out
+	grep -q 'ulimit -l' /tmp/memlock.out
 	kill $spid
 	wait $spid || true
 }
@@ -109,7 +115,8 @@ suite_nfs3cp() {
 	make_file /tmp/src16.bin 16
 	cp /tmp/src16.bin $d/from.bin
 	# READ (write chunks), MOUNT found through rpcbind
-	"$cp" --provider verbs "$VM_ADDR:$d/from.bin" /tmp/back.bin
+	RPCRDMA_LOG=debug "$cp" --provider verbs "$VM_ADDR:$d/from.bin" /tmp/back.bin 2>&1 |
+		grep -v '^rpcrdma debug: call\|reply' | head -n 20
 	cmp $d/from.bin /tmp/back.bin
 	# WRITE (read chunks) + COMMIT into a new file, MOUNT on its port
 	"$cp" --provider verbs --mount-port 20048 /tmp/src16.bin "$VM_ADDR:$d/to.bin"
@@ -136,6 +143,20 @@ suite_nfs3cp() {
 	"$cp" --provider verbs --readdir --list "$VM_ADDR:$d/tree" | grep -v '^\.\.\?$' | sort >/tmp/got2.ls
 	cmp /tmp/want.ls /tmp/got2.ls
 	echo "nfs3cp: 16 MiB read and written, odd and empty files, 300 entries listed"
+	# knfsd's messages as our client received them, captured (docs/CAPTURE.md), and read
+	# back by our decoder: every one must decode (samples/knfsd-nfs3cp.pcap is such a run)
+	head -c 300000 /tmp/src16.bin >/tmp/small.bin
+	rm -f /vmout/knfsd-*.pcap
+	export RPCRDMA_PCAP=/vmout/knfsd-%p.pcap RPCRDMA_PCAP_SNAPLEN=256
+	"$cp" --provider verbs -q --chunk 128k /tmp/small.bin "$VM_ADDR:$d/small.bin"
+	"$cp" --provider verbs -q --chunk 128k "$VM_ADDR:$d/small.bin" /tmp/small.back
+	"$cp" --provider verbs -q --list "$VM_ADDR:$d/tree" >/dev/null
+	unset RPCRDMA_PCAP RPCRDMA_PCAP_SNAPLEN
+	cmp /tmp/small.bin /tmp/small.back
+	for f in /vmout/knfsd-*.pcap; do
+		"$CLI" decode --pcap "$f" >/tmp/knfsd.decoded
+		echo "$(basename "$f"): $(grep -c '^frame' /tmp/knfsd.decoded) messages decoded"
+	done
 	# failures say what failed
 	! "$cp" --provider verbs "$VM_ADDR:$d/nosuch" /tmp/x 2>/tmp/err && grep 'NFS3ERR_NOENT' /tmp/err
 	! "$cp" --provider verbs "$VM_ADDR:/not/exported/f" /tmp/x 2>/tmp/err &&
