@@ -3,9 +3,10 @@
  *
  * DDP-eligible, as RFC 8267 §4 lists them for NFS versions 2 and 3: the data of WRITE
  * (argument, a read chunk), the data of READ (result, a write chunk of the READ's count),
- * the path of SYMLINK (argument) and the path of READLINK (result). Register it once per
- * process, on clients and servers alike; the NFSv3 XDR is the one generated from
- * rpc/nfs3/nfs3_prot.x (RFC 1813). */
+ * the path of SYMLINK (argument) and the path of READLINK (result). Every other procedure
+ * but READDIR and READDIRPLUS is described as having a short reply, so that a client
+ * offers no reply chunk for it. Register it once per process, on clients and servers
+ * alike; the NFSv3 XDR is the one generated from rpc/nfs3/nfs3_prot.x (RFC 1813). */
 #ifndef RPCRDMA_NFS3_H
 #define RPCRDMA_NFS3_H
 
