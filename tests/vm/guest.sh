@@ -8,6 +8,8 @@
 #   device   ctest -L rdma_device: the verbs provider's tests on the real device
 #   cli      rpcrdma serve / ping / perf --check over verbs
 #   nfs3cp   our NFSv3 client (examples/nfs3) against knfsd over RDMA
+#   bench    figures, ratios within one run (only when named): rpcrdma perf against
+#            perftest, nfs3cp against the kernel's client
 # The dummy device's address (TEST-NET-1) exists only inside this VM, which has no NIC.
 set -u
 . /vmout/env.sh
@@ -16,6 +18,7 @@ exec >/vmout/guest.log 2>&1
 
 all="stack device cli nfs3cp"
 suites=${VM_SUITES:-$all}
+all="$all bench"   # figures: run only when named
 dev_up || { echo "vm: /dev/shm or /dev/fd could not be made"; exit 99; }
 rxe_up || { echo "vm: soft-RoCE did not come up"; exit 99; }
 passed=0

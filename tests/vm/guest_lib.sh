@@ -164,3 +164,66 @@ suite_nfs3cp() {
 	! "$cp" --provider verbs "$VM_ADDR:$d/tree" /tmp/x 2>/tmp/err && grep 'not a regular file' /tmp/err
 	! "$cp" --provider verbs --port 1 "$VM_ADDR:$d/from.bin" /tmp/x 2>/tmp/err && cat /tmp/err
 }
+
+# Figures (not run by default: scripts/vm-test.sh bench). Absolute numbers are bound by
+# the emulated CPU: only the ratios within one run mean anything.
+perftest_bw() {   # perftest_bw TOOL SIZE: the tool's average MB/s (about 64 MiB moved;
+	# its --duration mode counts nothing at 1 MiB under TCG)
+	local t=$1 size=$2 n=$((67108864 / $2))
+	"$t" -d rxe0 -R -s "$size" -n $n >/tmp/pt-server.log 2>&1 &
+	local spid=$!
+	sleep 1
+	"$t" -d rxe0 -R -s "$size" -n $n "$VM_ADDR" >/tmp/pt-client.log 2>&1
+	wait $spid
+	grep -A2 '#bytes' /tmp/pt-client.log >&2
+	awk -v s="$size" '$1 == s { print $4 }' /tmp/pt-client.log | tail -n1
+}
+
+our_bw() {   # our_bw OP SIZE DEPTH: rpcrdma perf's MB/s over 3 s
+	"$CLI" perf "$VM_ADDR:$BENCH_PORT" --provider verbs --ops "$1" --sizes "$2" \
+		--depths "$3" --seconds 3 | awk -v op="$1" '$2 == op { print $6 }'
+}
+
+secs() {   # secs CMD...: wall seconds of a command
+	local t0 t1
+	t0=$(date +%s.%N)
+	"$@" >/dev/null 2>&1 || return 1
+	t1=$(date +%s.%N)
+	echo "$t1 - $t0" | bc
+}
+
+suite_bench() {
+	local d=$KNFSD_DIR/bench cp=$VM_BUILD/nfs3cp
+	"$CLI" serve --provider verbs --listen "$VM_ADDR:0" >/tmp/bserve.log 2>&1 &
+	local spid=$!
+	for _ in $(seq 100); do grep -q '^listening' /tmp/bserve.log && break; sleep 0.1; done
+	BENCH_PORT=$(sed -n 's/^listening \([0-9]*\).*/\1/p' /tmp/bserve.log)
+	echo "figure                          ours MB/s   perftest MB/s   ratio"
+	for row in "read 4096 ib_read_bw" "read 1048576 ib_write_bw" "write 4096 ib_read_bw" \
+		   "write 1048576 ib_read_bw"; do
+		set -- $row
+		local o p
+		o=$(our_bw "$1" "$2" 8)
+		p=$(perftest_bw "$3" "$2")
+		printf "%-6s %8s depth 8 vs %-12s %9s %15s   %.2f\n" "$1" "$2" "$3" "$o" "$p" \
+			"$(echo "$o / $p" | bc -l)"
+	done
+	kill $spid; wait $spid || true
+	knfsd_up
+	mkdir -p $d /mnt/knfsd
+	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
+	make_file /tmp/b64.bin 64
+	cp /tmp/b64.bin $d/src.bin
+	sync
+	local kr kw nr nw
+	echo 3 >/proc/sys/vm/drop_caches
+	kr=$(secs dd if=/mnt/knfsd/bench/src.bin of=/tmp/k.out bs=1M)
+	nr=$(secs "$cp" --provider verbs -q "$VM_ADDR:$d/src.bin" /tmp/n.out)
+	cmp /tmp/k.out /tmp/b64.bin && cmp /tmp/n.out /tmp/b64.bin
+	kw=$(secs dd if=/tmp/b64.bin of=/mnt/knfsd/bench/k.bin bs=1M conv=fsync)
+	nw=$(secs "$cp" --provider verbs -q /tmp/b64.bin "$VM_ADDR:$d/n.bin")
+	cmp $d/k.bin /tmp/b64.bin && cmp $d/n.bin /tmp/b64.bin
+	umount /mnt/knfsd
+	echo "64 MiB from knfsd   kernel client ${kr} s   nfs3cp ${nr} s   ratio $(echo "$kr / $nr" | bc -l | cut -c1-4)"
+	echo "64 MiB to knfsd     kernel client ${kw} s   nfs3cp ${nw} s   ratio $(echo "$kw / $nw" | bc -l | cut -c1-4)"
+}
