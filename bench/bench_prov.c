@@ -302,7 +302,7 @@ static void bandwidth(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, const struc
 	int i, rc;
 
 	memset(buf, 1, (size_t)size * DEPTH);
-	rc = rpcrdma_mr_reg(p, buf, (size_t)size * DEPTH, RPCRDMA_ACC_LOCAL, &mr);
+	rc = rpcrdma_mr_reg(p, buf, (size_t)size * DEPTH, RPCRDMA_ACC_READ_SINK, &mr);
 	if (rc)
 		die("register", rc);
 	t0 = now_s();

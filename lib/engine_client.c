@@ -562,7 +562,7 @@ static int start_reply_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	c->asm_buf = malloc(c->as.total ? c->as.total : 1);
 	if (!c->asm_buf)
 		return -RPCRDMA_ERR_NOMEM;
-	rc = rpcrdma__eng_reg(e, c->asm_buf, c->as.total, RPCRDMA_ACC_LOCAL, &c->asm_mr);
+	rc = rpcrdma__eng_reg(e, c->asm_buf, c->as.total, RPCRDMA_ACC_READ_SINK, &c->asm_mr);
 	if (rc)
 		return rc;
 	if (!c->as.pos_zero)

@@ -384,7 +384,7 @@ static void start_call(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	}
 	e->st.read_chunks += r->as.nchunks + r->as.pos_zero;
 	e->st.long_calls += r->as.pos_zero;
-	if (rpcrdma__eng_reg(e, r->call, r->call_len, RPCRDMA_ACC_LOCAL, &r->call_mr)) {
+	if (rpcrdma__eng_reg(e, r->call, r->call_len, RPCRDMA_ACC_READ_SINK, &r->call_mr)) {
 		reply_error(e, r, RPCRDMA_WIRE_ERR_CHUNK);
 		return;
 	}

@@ -36,7 +36,8 @@ void rpcrdma__cap_mr_add(const struct rpcrdma_mr *mr)
 	struct mr_node *n;
 
 	pthread_mutex_lock(&mr_lock);
-	if (mr_users > 0 && (mr->access & ~(unsigned)RPCRDMA_ACC_LOCAL) &&
+	if (mr_users > 0 &&
+	    (mr->access & (unsigned)(RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE)) &&
 	    (n = malloc(sizeof(*n)))) {
 		struct mr_node **b = bucket(mr->handle);
 

@@ -190,7 +190,8 @@ int rpcrdma_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned acce
 	int rc;
 
 	if (!p || !addr || !len || !out ||
-	    (access & ~(unsigned)(RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE)))
+	    (access & ~(unsigned)(RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE |
+				  RPCRDMA_ACC_READ_SINK)))
 		return -RPCRDMA_ERR_INVAL;
 	rc = p->ops->mr_reg(p, addr, len, access, out);
 	if (!rc)

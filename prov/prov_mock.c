@@ -406,6 +406,12 @@ static int rma_copy(struct mock_prov *mp, uint32_t op, const struct rpcrdma_sge 
 	for (ri = 0; ri < nr; ri++)
 		if (!remote_bytes(mp, &r[ri], need))
 			return -RPCRDMA_ERR_ACCESS;
+	/* iWARP's rule, kept here on every fabric so that tests prove each Read
+	 * destination is registered as one (RPCRDMA_ACC_READ_SINK) */
+	for (li = 0; op == RPCRDMA_OP_READ && li < nl; li++)
+		if (!(l[li].mr->access & RPCRDMA_ACC_READ_SINK))
+			return -RPCRDMA_ERR_ACCESS;
+	li = 0;
 	for (ri = 0; ri < nr; ri++) {
 		uint8_t *rem = remote_bytes(mp, &r[ri], need);
 		uint32_t ro = 0;

@@ -49,6 +49,7 @@ struct vb_prov {
 	struct ibv_context *ctx;     /* the device */
 	struct ibv_pd *pd;
 	uint8_t rd_atom, init_depth;
+	int iwarp;                   /* the device is iWARP (siw, Chelsio, Intel E810...) */
 };
 
 struct vb_mr {
@@ -631,7 +632,8 @@ static int vb_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned ac
 		return -RPCRDMA_ERR_NOMEM;
 	if (access & RPCRDMA_ACC_REMOTE_READ)
 		flags |= IBV_ACCESS_REMOTE_READ;
-	if (access & RPCRDMA_ACC_REMOTE_WRITE)
+	/* iWARP: a Read's data arrives as tagged writes into the sink (RFC 5040 §4.4) */
+	if ((access & RPCRDMA_ACC_REMOTE_WRITE) || ((access & RPCRDMA_ACC_READ_SINK) && vp->iwarp))
 		flags |= IBV_ACCESS_REMOTE_WRITE;
 	m->mr = ibv_reg_mr(vp->pd, addr, len, flags);
 	if (!m->mr) {
@@ -924,6 +926,7 @@ int rpcrdma__prov_verbs_open(const char *domain, struct rpcrdma_prov **out, char
 		goto out_close;
 	}
 	fill_caps(&vp->base.caps, vp->ctx, &attr);
+	vp->iwarp = vp->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
 	vp->rd_atom = (uint8_t)min32(VB_RD_ATOM, (uint32_t)attr.max_qp_rd_atom);
 	vp->init_depth = (uint8_t)min32(VB_RD_ATOM, (uint32_t)attr.max_qp_init_rd_atom);
 	*out = &vp->base;

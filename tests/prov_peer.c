@@ -474,7 +474,7 @@ static void client_reads(struct cq *c, struct rpcrdma_prov *p, const struct info
 		{ in->a_handle, REGION - 500000, in->a_off + 500000 },
 	};
 
-	if (rpcrdma_mr_reg(p, dst, REGION, RPCRDMA_ACC_LOCAL, &md))
+	if (rpcrdma_mr_reg(p, dst, REGION, RPCRDMA_ACC_READ_SINK, &md))
 		abort();
 	struct rpcrdma_sge one = { md, dst, REGION };
 	struct rpcrdma_sge two[2] = { { md, dst, 333333 }, { md, dst + 333333, REGION - 333333 } };
@@ -607,7 +607,7 @@ static void client_bad(struct rpcrdma_prov *p, const char *host, uint16_t port, 
 	} else if (which == BAD_RANGE) {
 		seg.offset = in.a_off + REGION - 1024;  /* 3 KiB past the end */
 	}
-	if (rpcrdma_mr_reg(p, dst, REGION, RPCRDMA_ACC_LOCAL, &md))
+	if (rpcrdma_mr_reg(p, dst, REGION, RPCRDMA_ACC_READ_SINK, &md))
 		abort();
 	struct rpcrdma_sge l = { md, dst, 4096 };
 

@@ -111,7 +111,8 @@ static void rig_open(struct rig *r)
 	CHECK_EQ_I(rpcrdma_mock_pair(r->p, pa, sizeof(pa), pb, sizeof(pb), &r->a, &r->b), 0);
 	r->mem = calloc(1, MEM);
 	CHECK_EQ_U(rpcrdma_mr_reg(r->p, r->mem, MEM,
-				  RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE, &r->mr), 0);
+				  RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE |
+					  RPCRDMA_ACC_READ_SINK, &r->mr), 0);
 }
 
 static void rig_close(struct rig *r)

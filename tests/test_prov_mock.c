@@ -21,7 +21,7 @@ static void rig_up(struct rig *r)
 	CHECK_EQ_I(rpcrdma_mock_open(&r->p), 0);
 	CHECK_EQ_I(rpcrdma_mock_pair(r->p, "A", 1, "BB", 2, &r->a, &r->b), 0);
 	r->mem = calloc(1, MEM);
-	CHECK_EQ_I(rpcrdma_mr_reg(r->p, r->mem, MEM, RPCRDMA_ACC_LOCAL, &r->mr), 0);
+	CHECK_EQ_I(rpcrdma_mr_reg(r->p, r->mem, MEM, RPCRDMA_ACC_READ_SINK, &r->mr), 0);
 }
 
 static void rig_down(struct rig *r)
@@ -130,13 +130,14 @@ static void test_rma_scatter_gather(void)
 	free(target);
 }
 
-/* RFC 5042: bad key, released key, out of range, wrong right: refused, connection ends,
- * everything posted completes with DISCONN on both sides. */
+/* RFC 5042: bad key, released key, out of range, wrong right, and (4) a Read into memory
+ * not registered as a Read sink (iWARP's rule, which the mock keeps on every fabric):
+ * refused, connection ends, everything posted completes with DISCONN on both sides. */
 static void check_bad_access(int which)
 {
 	struct rig r;
-	struct rpcrdma_mr *remote, *gone;
-	uint8_t *target = calloc(1, 4096), *other = calloc(1, 4096);
+	struct rpcrdma_mr *remote, *gone, *plain = NULL;
+	uint8_t *target = calloc(1, 4096), *other = calloc(1, 4096), *local = calloc(1, 64);
 	struct rpcrdma_cqe c;
 	int disc, flushed;
 
@@ -156,6 +157,10 @@ static void check_bad_access(int which)
 		seg.offset += 4096 - 32;
 	struct rpcrdma_sge l = sge(&r, 0, 64), rb = sge(&r, 1024, 64);
 
+	if (which == 4) {
+		CHECK_EQ_I(rpcrdma_mr_reg(r.p, local, 64, RPCRDMA_ACC_LOCAL, &plain), 0);
+		l = (struct rpcrdma_sge){ plain, local, 64 };
+	}
 	CHECK_EQ_I(rpcrdma_post_recv(r.b, &rb, (void *)5), 0);
 	if (which == 3)
 		CHECK_EQ_I(rpcrdma_post_write(r.a, &l, 1, &seg, 1, (void *)7), 0);
@@ -172,16 +177,19 @@ static void check_bad_access(int which)
 	CHECK_ERR(rpcrdma_post_send(r.a, &l, NULL), RPCRDMA_ERR_DISCONN);
 	CHECK(target[0] == 0);
 	CHECK_EQ_I(rpcrdma_mr_dereg(remote), 0);
+	if (plain)
+		CHECK_EQ_I(rpcrdma_mr_dereg(plain), 0);
 	rig_down(&r);
 	free(target);
 	free(other);
+	free(local);
 }
 
 static void test_bad_access(void)
 {
 	int which;
 
-	for (which = 0; which < 4; which++)
+	for (which = 0; which < 5; which++)
 		check_bad_access(which);
 }
 

@@ -240,7 +240,7 @@ static void test_rma(struct rpcrdma_ep *srv, struct rpcrdma_ep *cli)
 	struct rpcrdma_mr *mn;
 
 	bufs_reg(&t, MIB, RPCRDMA_ACC_REMOTE_WRITE);
-	bufs_reg(&c, MIB, RPCRDMA_ACC_LOCAL);
+	bufs_reg(&c, MIB, RPCRDMA_ACC_READ_SINK);   /* the Reads below land in c */
 	bufs_reg(&r, 64, RPCRDMA_ACC_LOCAL);
 	if (!note || rpcrdma_mr_reg(prov, note, 64, RPCRDMA_ACC_LOCAL, &mn))
 		abort();

@@ -14,11 +14,15 @@ extern "C" {
 
 struct rpcrdma_prov;
 
-/* Access a registration allows. LOCAL alone: send/receive/read-destination buffers. */
+/* Access a registration allows. LOCAL alone: send/receive buffers. */
 enum rpcrdma_access {
 	RPCRDMA_ACC_LOCAL = 0,
 	RPCRDMA_ACC_REMOTE_READ = 1,   /* the peer may RDMA Read it (read chunks) */
 	RPCRDMA_ACC_REMOTE_WRITE = 2,  /* the peer may RDMA Write it (write/reply chunks) */
+	RPCRDMA_ACC_READ_SINK = 4,     /* our RDMA Reads land in it. iWARP carries a Read's
+					  data as tagged writes into the sink (RFC 5040
+					  §4.4), so there the verbs provider lets the peer
+					  write it too; elsewhere it adds no remote right */
 };
 
 struct rpcrdma_mr {

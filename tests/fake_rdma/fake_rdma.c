@@ -82,6 +82,12 @@ static int f_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_rec
 static struct ibv_context *the_ctx(void)
 {
 	if (!ctx_ready) {
+		/* FAKE_RDMA_IWARP=1: an iWARP device, whose RDMA Read data lands as tagged
+		 * writes, so the sink must be remotely writable too (send_one) */
+		const char *iw = getenv("FAKE_RDMA_IWARP");
+
+		dev.transport_type = iw && *iw == '1' ? IBV_TRANSPORT_IWARP : IBV_TRANSPORT_IB;
+		dev.node_type = iw && *iw == '1' ? IBV_NODE_RNIC : IBV_NODE_CA;
 		ctx.device = &dev;
 		ctx.ops.poll_cq = f_poll_cq;
 		ctx.ops.req_notify_cq = f_req_notify;
@@ -219,7 +225,7 @@ static struct ibv_mr *mr_check(uint32_t key, uint64_t addr, uint64_t len, unsign
 			uint64_t lo = (uint64_t)(uintptr_t)m->addr;
 
 			if (addr < lo || addr + len > lo + m->length || addr + len < addr ||
-			    (right && !(m->handle & right)))
+			    (m->handle & right) != right)
 				return NULL;
 			return m;
 		}
@@ -794,7 +800,10 @@ static void send_one(struct fqp *q, const struct ibv_send_wr *wr)
 	struct fqp *p = peer_qp(q);
 	enum ibv_wc_opcode op = wr->opcode == IBV_WR_SEND ? IBV_WC_SEND
 			      : wr->opcode == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
-	unsigned lright = wr->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
+	unsigned lright = wr->opcode != IBV_WR_RDMA_READ ? 0
+			: dev.transport_type == IBV_TRANSPORT_IWARP
+				? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE
+				: IBV_ACCESS_LOCAL_WRITE;
 
 	if (q->err) {
 		cq_push(q->qp.send_cq, wr->wr_id, IBV_WC_WR_FLUSH_ERR, op, 0, q->qp.qp_num);

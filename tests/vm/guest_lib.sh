@@ -227,3 +227,4 @@ suite_bench() {
 	echo "64 MiB from knfsd   kernel client ${kr} s   nfs3cp ${nr} s   ratio $(echo "$kr / $nr" | bc -l | cut -c1-4)"
 	echo "64 MiB to knfsd     kernel client ${kw} s   nfs3cp ${nw} s   ratio $(echo "$kw / $nw" | bc -l | cut -c1-4)"
 }
+
