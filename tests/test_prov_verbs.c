@@ -19,6 +19,7 @@
 
 enum { FAKE_CONNECT, FAKE_ACCEPT, FAKE_REJECT };
 static int (*fake_last_pdata)(int kind, uint8_t *out);
+static unsigned (*fake_inline_sends)(void);
 
 #define MIB (1024 * 1024)
 
@@ -206,6 +207,8 @@ static void test_send_recv(struct rpcrdma_ep *srv, struct rpcrdma_ep *cli)
 	struct rpcrdma_cqe e;
 	unsigned i;
 
+	unsigned inl0 = fake_inline_sends ? fake_inline_sends() : 0;
+
 	bufs_reg(&s, 4 * 4096, RPCRDMA_ACC_LOCAL);
 	bufs_reg(&c, 4096, RPCRDMA_ACC_LOCAL);
 	for (i = 0; i < 4; i++) {
@@ -223,6 +226,10 @@ static void test_send_recv(struct rpcrdma_ep *srv, struct rpcrdma_ep *cli)
 		CHECK((uintptr_t)e.ctx == i + 1 && e.len == sizes[i]);
 		CHECK(!memcmp(s.a + i * 4096, c.a, sizes[i]));
 	}
+	/* the 1- and 100-byte Sends went inline (the stand-in offers 128 bytes), the 4096-
+	 * and 0-byte ones not */
+	if (fake_inline_sends)
+		CHECK_EQ_U(fake_inline_sends() - inl0, 2);
 	bufs_free(&s);
 	bufs_free(&c);
 }
@@ -354,6 +361,7 @@ int main(int argc, char **argv)
 
 	HARNESS_BEGIN(argc, argv);
 	*(void **)&fake_last_pdata = dlsym(RTLD_DEFAULT, "fake_rdma_last_pdata");
+	*(void **)&fake_inline_sends = dlsym(RTLD_DEFAULT, "fake_rdma_inline_sends");
 	rc = h_list ? 0 : rpcrdma_prov_open("verbs", &prov, err, sizeof(err));
 	if (rc == -RPCRDMA_ERR_NOPROV && !fake_last_pdata) {
 		printf("SKIPPED: no RDMA device here and no stand-in (LD_PRELOAD=libfakerdma.so)\n");

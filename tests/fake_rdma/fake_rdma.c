@@ -385,10 +385,13 @@ struct precv {
 	uint32_t len, lkey;
 };
 
+#define FAKE_MAX_INLINE 128u   /* what the stand-in device offers inline, at most */
+
 struct fqp {
 	struct ibv_qp qp;   /* first */
 	struct fid *id;
 	int err;
+	uint32_t max_inline;
 	struct precv rq[RQ_CAP];
 	unsigned rq_head, rq_n;
 	struct pending_send *sends;   /* Sends waiting for a receive here */
@@ -634,6 +637,10 @@ FAKE_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	q->qp.qp_num = next_qpn++;
 	q->qp.qp_type = IBV_QPT_RC;
 	q->id = (struct fid *)id;
+	/* a device gives at most what it has, and says what it gave */
+	if (a->cap.max_inline_data > FAKE_MAX_INLINE)
+		a->cap.max_inline_data = FAKE_MAX_INLINE;
+	q->max_inline = a->cap.max_inline_data;
 	id->qp = &q->qp;
 	pthread_mutex_unlock(&big);
 	return 0;
@@ -832,13 +839,38 @@ static void send_one(struct fqp *q, const struct ibv_send_wr *wr)
 	}
 }
 
+static unsigned inline_sends;
+
+/* Sends posted with IBV_SEND_INLINE so far. */
+FAKE_EXPORT unsigned fake_rdma_inline_sends(void);
+
+FAKE_EXPORT unsigned fake_rdma_inline_sends(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&big);
+	n = inline_sends;
+	pthread_mutex_unlock(&big);
+	return n;
+}
+
 static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct fqp *q = (struct fqp *)qp;
 
 	pthread_mutex_lock(&big);
-	for (; wr; wr = wr->next)
+	for (; wr; wr = wr->next) {
+		if ((wr->send_flags & IBV_SEND_INLINE) &&
+		    (wr->opcode == IBV_WR_RDMA_READ ||
+		     sge_total(wr->sg_list, wr->num_sge) > q->max_inline)) {
+			/* as a device does: refused at post time */
+			pthread_mutex_unlock(&big);
+			*bad = wr;
+			return EINVAL;
+		}
+		inline_sends += (wr->send_flags & IBV_SEND_INLINE) != 0;
 		send_one(q, wr);
+	}
 	pthread_mutex_unlock(&big);
 	*bad = NULL;
 	return 0;
