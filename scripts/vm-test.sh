@@ -12,7 +12,8 @@
 # RPCRDMA_VM_REQUIRED=1, as CI sets, turns that into a failure); 124 time-out.
 # Env: BUILD_DIR, VM_TIMEOUT (s, default 1500), VM_MEM (MiB, 3072), VM_SMP (2),
 # RPCRDMA_VM_DIR (the initramfs and the results, default /var/tmp/rpcrdma-vm),
-# VM_KEEP=1 keeps the console log and results there.
+# VM_KEEP=1 keeps the console log and results there; VM_CTEST_R=REGEX runs only those
+# of the device suite's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$(pwd)
@@ -49,7 +50,7 @@ res=$(mktemp -d "$vmdir/run.XXXXXX")
 trap '[ "${VM_KEEP:-0}" = 1 ] || rm -rf "$res"' EXIT
 {
 	printf 'VM_SRC=%q\nVM_BUILD=%q\nVM_SUITES=%q\n' "$src" "$build" "$*"
-	printf 'VM_SMP=%q\n' "${VM_SMP:-2}"
+	printf 'VM_SMP=%q\nVM_CTEST_R=%q\n' "${VM_SMP:-2}" "${VM_CTEST_R:-}"
 } >"$res/env.sh"
 
 echo "== VM suite: kernel $kv under qemu (TCG), suites: ${*:-all}"

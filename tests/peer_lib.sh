@@ -51,3 +51,16 @@ finish_peers() {
 	echo "client exit $2, server exit $src"
 	[ "$2" -eq 0 ] && [ "$src" -eq 0 ]
 }
+
+# The RDMA providers an example's test runs over, in $PROVS: $EXAMPLE_PROVIDERS (the VM
+# suite's "verbs"), else "tcp shm"; and the address of both ends in $HOST. Exits 77 (skip)
+# when verbs is asked for and there is no RDMA device here.
+example_providers() {
+	PROVS=${EXAMPLE_PROVIDERS:-tcp shm}
+	HOST=${RPCRDMA_TEST_HOST:-127.0.0.1}
+	case " $PROVS " in
+	(*" verbs "*)
+		ls /sys/class/infiniband 2>/dev/null | grep -q . ||
+			{ echo "SKIPPED: no RDMA device here for verbs"; exit 77; } ;;
+	esac
+}

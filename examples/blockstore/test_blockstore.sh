@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# The block store example over plain TCP, RDMA on libfabric tcp, and RDMA on shm: the
-# client prints what it read back; all three must print the same.
-# Usage: test_blockstore.sh BINDIR
+# The block store example over plain TCP, RDMA on libfabric tcp, and RDMA on shm (or the
+# providers in $EXAMPLE_PROVIDERS: verbs in the VM suite): the client prints what it read
+# back; every run must print the same. Usage: test_blockstore.sh BINDIR
 set -u
 BIN=$1
 out=$(mktemp -d)
@@ -14,17 +14,22 @@ cleanup() {
 trap cleanup EXIT
 . "$(dirname "$0")/../../tests/peer_lib.sh"
 
+example_providers
 rc=0
-for run in tcp rdma:tcp rdma:shm; do
+runs=tcp
+for p in $PROVS; do runs="$runs rdma:$p"; done
+for run in $runs; do
 	kind=${run%%:*}
 	prov=${run#*:}
 	[ "$kind" = tcp ] && prov=
 	start_server "$out/server.$kind$prov" "$BIN/bs_server_$kind" $prov
 	pids+=("$spid")
-	timeout 120 "$BIN/bs_client_$kind" 127.0.0.1 "$port" $prov >"$out/$kind$prov" || rc=1
+	timeout 120 "$BIN/bs_client_$kind" "$HOST" "$port" $prov >"$out/$kind$prov" || rc=1
 	echo "== $run"
 	cat "$out/$kind$prov"
 done
-diff "$out/tcp" "$out/rdmatcp" && diff "$out/tcp" "$out/rdmashm" || { echo "outputs differ"; rc=1; }
-[ $rc -eq 0 ] && echo "same results over TCP, RDMA/tcp and RDMA/shm"
+for p in $PROVS; do
+	diff "$out/tcp" "$out/rdma$p" || { echo "outputs differ: RDMA/$p and TCP"; rc=1; }
+done
+[ $rc -eq 0 ] && echo "same results over TCP and RDMA/${PROVS// /, RDMA/}"
 exit $rc

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# The NFSv2 example over ONC RPC/TCP, RPC-over-RDMA on libfabric tcp, and on shm: for each,
+# The NFSv2 example over ONC RPC/TCP, RPC-over-RDMA on libfabric tcp, and on shm (or the
+# providers in $EXAMPLE_PROVIDERS: verbs in the VM suite): for each,
 # one server (svc_run), four client processes at once and one client of eight threads
 # sharing one CLIENT *; every transcript must be byte-identical across the three.
 # Usage: test_nfs2.sh BINDIR
@@ -13,9 +14,13 @@ cleanup() {
 	rm -rf "$out"
 }
 trap cleanup EXIT
+. "$(dirname "$0")/../../tests/peer_lib.sh"
 
+example_providers
 rc=0
-for run in tcp rdma:tcp rdma:shm; do
+runs=tcp
+for p in $PROVS; do runs="$runs rdma:$p"; done
+for run in $runs; do
 	kind=${run%%:*}
 	prov=${run#*:}
 	name=$kind$prov
@@ -35,11 +40,11 @@ for run in tcp rdma:tcp rdma:shm; do
 	[ -n "$port" ] || { cat "$out/server.$name"; echo "FAIL: no server for $run"; exit 1; }
 	pids=()
 	for i in 1 2 3 4; do
-		RPCRDMA_PROVIDER=$prov timeout 300 "$BIN/nfs2_client_$kind" 127.0.0.1 "$port" \
+		RPCRDMA_PROVIDER=$prov timeout 300 "$BIN/nfs2_client_$kind" "$HOST" "$port" \
 			work "p$i" >"$out/$name.p$i" 2>&1 &
 		pids+=($!)
 	done
-	RPCRDMA_PROVIDER=$prov timeout 300 "$BIN/nfs2_client_$kind" 127.0.0.1 "$port" \
+	RPCRDMA_PROVIDER=$prov timeout 300 "$BIN/nfs2_client_$kind" "$HOST" "$port" \
 		threads mt 8 >"$out/$name.mt" 2>&1 &
 	pids+=($!)
 	for p in "${pids[@]}"; do wait "$p" || rc=1; done
@@ -52,9 +57,10 @@ for run in tcp rdma:tcp rdma:shm; do
 	echo "== $run: $(wc -l <"$out/all.$name") lines, $(grep -c UNEXPECTED "$out/all.$name") unexpected"
 done
 sed -n '1,40p' "$out/all.tcp"
-for name in rdmatcp rdmashm; do
+for p in $PROVS; do
+	name=rdma$p
 	diff "$out/all.tcp" "$out/all.$name" >/dev/null ||
 		{ diff "$out/all.tcp" "$out/all.$name" | head -20; echo "FAIL: $name differs from tcp"; rc=1; }
 done
-[ $rc -eq 0 ] && echo "same transcripts over TCP, RDMA/tcp and RDMA/shm"
+[ $rc -eq 0 ] && echo "same transcripts over TCP and RDMA/${PROVS// /, RDMA/}"
 exit $rc

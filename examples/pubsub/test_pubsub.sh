@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# The pubsub example over RDMA/tcp and RDMA/shm: several subscribers at once, each
+# The pubsub example over RDMA/tcp and RDMA/shm ($EXAMPLE_PROVIDERS: verbs in the VM): several subscribers at once, each
 # publishing while the server pushes notifications back over its connection (RFC 8167);
 # every subscriber must get every notification exactly once, in order, and its lease
 # revoked. Usage: test_pubsub.sh BINDIR [CLIENTS]
@@ -10,12 +10,13 @@ N=${2:-6}
 PEER_LIB_TMP=1
 . "$(dirname "$0")/../../tests/peer_lib.sh"
 
+example_providers
 rc=0
-for prov in tcp shm; do
+for prov in $PROVS; do
 	start_server "$out/server.$prov" "$BIN/pubsub_server" "$prov"
 	cpids=()
 	for i in $(seq "$N"); do
-		timeout 120 "$BIN/pubsub_client" 127.0.0.1 "$port" "$prov" 20 \
+		timeout 120 "$BIN/pubsub_client" "$HOST" "$port" "$prov" 20 \
 			>"$out/client.$prov.$i" 2>&1 &
 		cpids+=($!)
 	done
