@@ -29,6 +29,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "objpool.h"
 #include "prov_int.h"
 #include "prov_opq.h"
 #include "prov_verbs.h"
@@ -51,6 +52,8 @@ struct vb_prov {
 	struct ibv_pd *pd;
 	uint8_t rd_atom, init_depth;
 	int iwarp;                   /* the device is iWARP (siw, Chelsio, Intel E810...) */
+	struct rpcrdma__spares spare_mrs;   /* struct vb_mr of deregistered memory, for the
+					       next registration: none allocated per chunk */
 };
 
 struct vb_mr {
@@ -635,10 +638,12 @@ static int vb_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned ac
 		     struct rpcrdma_mr **out)
 {
 	struct vb_prov *vp = (struct vb_prov *)p;
-	struct vb_mr *m = calloc(1, sizeof(*m));
+	struct vb_mr *m = rpcrdma__spares_get(&vp->spare_mrs);
 	int flags = IBV_ACCESS_LOCAL_WRITE;   /* receives and RDMA Read targets */
 
-	if (!m)
+	if (m)
+		memset(m, 0, sizeof(*m));
+	else if (!(m = calloc(1, sizeof(*m))))
 		return -RPCRDMA_ERR_NOMEM;
 	if (access & RPCRDMA_ACC_REMOTE_READ)
 		flags |= IBV_ACCESS_REMOTE_READ;
@@ -649,7 +654,8 @@ static int vb_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned ac
 	if (!m->mr) {
 		int rc = map_errno(errno);
 
-		free(m);
+		if (!rpcrdma__spares_put(&vp->spare_mrs, m))
+			free(m);
 		return rc == -RPCRDMA_ERR_AGAIN ? -RPCRDMA_ERR_NOMEM : rc;
 	}
 	m->base.handle = m->mr->rkey;
@@ -665,9 +671,11 @@ static int vb_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned ac
 static int vb_mr_dereg(struct rpcrdma_mr *base)
 {
 	struct vb_mr *m = (struct vb_mr *)base;
+	struct vb_prov *vp = (struct vb_prov *)base->prov;
 	int rc = ibv_dereg_mr(m->mr) ? -RPCRDMA_ERR_IO : 0;
 
-	free(m);
+	if (!rpcrdma__spares_put(&vp->spare_mrs, m))
+		free(m);
 	return rc;
 }
 
@@ -839,7 +847,10 @@ static int vb_names(struct rpcrdma_ep *base, void *local, size_t *llen, void *pe
 static void vb_close(struct rpcrdma_prov *p)
 {
 	struct vb_prov *vp = (struct vb_prov *)p;
+	struct vb_mr *m;
 
+	while ((m = rpcrdma__spares_get(&vp->spare_mrs)) != NULL)
+		free(m);
 	if (vp->pd)
 		ibv_dealloc_pd(vp->pd);
 	if (vp->devs)

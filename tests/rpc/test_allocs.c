@@ -159,7 +159,7 @@ static bool rig_up(struct rig *g, const char *provider, bool inline_dispatch)
 		g->workers = true;
 	}
 	co.port = svc_rdma_port(g->x);
-	g->cl = clnt_rdma_create("127.0.0.1", PROG, VERS, &co);
+	g->cl = clnt_rdma_create(test_host(), PROG, VERS, &co);
 	CHECK(g->cl != NULL);
 	return g->cl != NULL;
 }
@@ -292,6 +292,9 @@ static void test_sync_shm_workers(void) { run_case("shm", false, sync_calls); }
 static void test_sync_shm_inline(void) { run_case("shm", true, sync_calls); }
 static void test_depth_tcp_inline(void) { run_case("tcp", true, async_calls); }
 static void test_depth_shm_workers(void) { run_case("shm", false, async_calls); }
+/* on a real RDMA device (the VM suite; skipped where there is none) */
+static void test_sync_verbs_workers(void) { run_case("verbs", false, sync_calls); }
+static void test_depth_verbs_inline(void) { run_case("verbs", true, async_calls); }
 
 int main(int argc, char **argv)
 {
@@ -300,10 +303,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skipped: AddressSanitizer owns malloc here\n");
 		return 77;
 	}
+	if (h_only && strstr(h_only, "verbs") && test_prov_absent("verbs"))
+		return 77;
 	RUN(test_sync_tcp_workers);
 	RUN(test_sync_shm_workers);
 	RUN(test_sync_shm_inline);
 	RUN(test_depth_tcp_inline);
 	RUN(test_depth_shm_workers);
+	RUN(test_sync_verbs_workers);
+	RUN(test_depth_verbs_inline);
 	HARNESS_END();
 }
