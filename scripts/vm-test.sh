@@ -13,7 +13,7 @@
 # Env: BUILD_DIR, VM_TIMEOUT (s, default 1500), VM_MEM (MiB, 3072), VM_SMP (2),
 # RPCRDMA_VM_DIR (the initramfs and the results, default /var/tmp/rpcrdma-vm),
 # VM_KEEP=1 keeps the console log and results there; VM_CTEST_R=REGEX runs only those
-# of the device suite's tests.
+# of the device suite's tests, and shows all they print.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$(pwd)

@@ -3,21 +3,28 @@
 # Peers that die or misbehave never cost the server for good, nor stall other clients:
 #  A (tcp) TCP connections that never finish the fabric's handshake, closed while a real
 #          client connects: none stays in CLOSE-WAIT, the server keeps serving.
-#  B (shm) a client killed with SIGKILL in the middle of 1 MiB WRITEs, 8 in flight: the
-#          server notices, drops the connection, and serves the next client at once.
-#  C (tcp and shm) 50 clients killed with SIGKILL while moving data: the server's
+#  B (shm, verbs) a client killed with SIGKILL in the middle of 1 MiB WRITEs, 8 in
+#          flight: the server notices, drops the connection, and serves the next client at
+#          once.
+#  C (tcp, shm, verbs) 50 clients killed with SIGKILL while moving data: the server's
 #          descriptors and memory come back to what they were, no connection is left
 #          open, and (shm) no shared-memory region of theirs is left in /dev/shm.
 #  D (shm) the server stopped (SIGSTOP) while three clients give up connecting to it and
 #          exit: their requests wait in its queue, naming regions whose owners are gone;
 #          resumed, the server takes them and serves the next client (fabric_rdm.c,
 #          parking; libfabric 1.17 crashed here).
-# Usage: test_hostile.sh BUILD_DIR tcp|shm
+# verbs runs on a real RDMA device at $RPCRDMA_TEST_HOST (the VM suite); skipped without.
+# Usage: test_hostile.sh BUILD_DIR tcp|shm|verbs
 set -u
 BIN=$1/rpcrdma
 PROV=$2
+H=${RPCRDMA_TEST_HOST:-127.0.0.1}
 PEER_LIB_TMP=1
 . "$(dirname "$0")/peer_lib.sh"
+if [ "$PROV" = verbs ] && ! ls /sys/class/infiniband 2>/dev/null | grep -q .; then
+	echo "SKIPPED: no RDMA device here"
+	exit 77
+fi
 # Under AddressSanitizer, freed memory waits in a 256 MiB quarantine and is never handed
 # back: a small quarantine, returned to the system, keeps resident memory meaningful here
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16:allocator_release_to_os_interval_ms=100"
@@ -25,7 +32,7 @@ rc=0
 fail() { echo "FAIL: $*"; rc=1; }
 
 serve() {
-	start_server "$out/serve" "$BIN" serve --provider "$PROV" --listen 127.0.0.1:0
+	start_server "$out/serve" "$BIN" serve --provider "$PROV" --listen "$H:0"
 	rport=$port
 }
 nfds() { ls "/proc/$spid/fd" | wc -l; }
@@ -51,13 +58,13 @@ open_conns() {   # connections the server still has, from its SIGUSR1 statistics
 	     END { print n + 0 }' "$out/serve"
 }
 ping_ok() {
-	timeout 30 "$BIN" ping "127.0.0.1:$rport" --provider "$PROV" -c 2 >"$out/ping" 2>&1 && return 0
+	timeout 30 "$BIN" ping "$H:$rport" --provider "$PROV" -c 2 >"$out/ping" 2>&1 && return 0
 	cat "$out/ping"
 	return 1
 }
 # a client that moves data until killed
 client() {
-	exec "$BIN" perf "127.0.0.1:$rport" --provider "$PROV" --ops "$1" --sizes 1m --depths 8 \
+	exec "$BIN" perf "$H:$rport" --provider "$PROV" --ops "$1" --sizes 1m --depths 8 \
 		--seconds 60 >/dev/null 2>&1
 }
 

@@ -78,7 +78,7 @@ suite_stack() {
 suite_device() {
 	local rc=0
 	cd "$VM_BUILD"
-	ctest -L rdma_device ${VM_CTEST_R:+-R "$VM_CTEST_R"} --output-on-failure --timeout 600 \
+	ctest -L rdma_device ${VM_CTEST_R:+-R "$VM_CTEST_R" -V} --output-on-failure --timeout 600 \
 		>/tmp/ctest.log 2>&1 || rc=$?
 	cat /tmp/ctest.log
 	# every one of them ran: none skipped for want of a device
