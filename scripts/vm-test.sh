@@ -26,7 +26,7 @@ cannot() {
 	exit 77
 }
 
-pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod zstd xz-utils rdma-core
+pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod zstd xz-utils bc rdma-core
       ibverbs-providers ibverbs-utils rdmacm-utils perftest nfs-kernel-server nfs-common
       rpcbind iproute2)
 if [ "$(id -u)" -eq 0 ]; then

@@ -200,7 +200,7 @@ suite_bench() {
 	for _ in $(seq 100); do grep -q '^listening' /tmp/bserve.log && break; sleep 0.1; done
 	BENCH_PORT=$(sed -n 's/^listening \([0-9]*\).*/\1/p' /tmp/bserve.log)
 	echo "figure                          ours MB/s   perftest MB/s   ratio"
-	for row in "read 4096 ib_read_bw" "read 1048576 ib_write_bw" "write 4096 ib_read_bw" \
+	for row in "read 4096 ib_write_bw" "read 1048576 ib_write_bw" "write 4096 ib_read_bw" \
 		   "write 1048576 ib_read_bw"; do
 		set -- $row
 		local o p
