@@ -18,7 +18,8 @@
 void bt_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
 void bt_cb_1(struct svc_req *rqstp, SVCXPRT *transp);
 
-static const char *const provs[] = { "tcp", "shm" };
+/* the first: $RPCRDMA_PROVIDER (verbs in the VM suite, on a real device), else tcp */
+static const char *provs[] = { "tcp", "shm" };
 
 /* The longest argument a backward call carries: 4096 inline, less the transport header
  * (28) and the call's header with the opaque's length (44). */
@@ -152,7 +153,7 @@ static void *run_workers(void *arg)
 
 static SVCXPRT *listen_on(const char *prov, int inline_dispatch)
 {
-	struct rpcrdma_svc_opts o = { .provider = prov, .host = "127.0.0.1",
+	struct rpcrdma_svc_opts o = { .provider = prov, .host = test_host(),
 				      .port = RPCRDMA_PORT_ANY,
 				      .dispatch_inline = inline_dispatch };
 	SVCXPRT *x = svc_rdma_create(&o);
@@ -165,8 +166,8 @@ static SVCXPRT *listen_on(const char *prov, int inline_dispatch)
 
 static void rig_up(void)
 {
-	listeners[0] = listen_on("tcp", 0);
-	listeners[1] = listen_on("shm", 0);
+	listeners[0] = listen_on(provs[0], 0);
+	listeners[1] = listen_on(provs[1], 0);
 	pthread_create(&workers, NULL, run_workers, NULL);
 }
 
@@ -179,7 +180,7 @@ static void rig_down(void)
 static CLIENT *client(const char *prov, SVCXPRT *l, int serve_cb)
 {
 	struct rpcrdma_clnt_opts o = { .provider = prov, .port = svc_rdma_port(l) };
-	CLIENT *cl = clnt_rdma_create("127.0.0.1", BT_PROG, BT_V1, &o);
+	CLIENT *cl = clnt_rdma_create(test_host(), BT_PROG, BT_V1, &o);
 
 	CHECK(cl != NULL);
 	if (cl && serve_cb)
@@ -282,8 +283,8 @@ static void test_timeout(void)
  * it fails at once. */
 static void test_progress_thread(void)
 {
-	SVCXPRT *l = listen_on("tcp", 1);
-	CLIENT *cl = l ? client("tcp", l, 1) : NULL;
+	SVCXPRT *l = listen_on(provs[0], 1);
+	CLIENT *cl = l ? client(provs[0], l, 1) : NULL;
 	bt_try_res r;
 
 	if (cl) {
@@ -412,6 +413,11 @@ static void test_many_threads(void)
 int main(int argc, char **argv)
 {
 	HARNESS_BEGIN(argc, argv);
+	if (getenv("RPCRDMA_PROVIDER") && *getenv("RPCRDMA_PROVIDER")) {
+		provs[0] = getenv("RPCRDMA_PROVIDER");
+		if (!h_list && test_prov_absent(provs[0]))
+			return 77;
+	}
 	RUN(test_echo_and_sizes);
 	RUN(test_program_errors);
 	RUN(test_timeout);
