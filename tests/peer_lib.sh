@@ -1,4 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# The address of both ends of the two-process tests ($H; tests/test_host.h for the C ones)
+# and the provider of a test server's first RDMA listener ($R): 127.0.0.1 and tcp, or the
+# VM suite's soft-RoCE address and verbs.
+H=${RPCRDMA_TEST_HOST:-127.0.0.1}
+R=${RPCRDMA_PROVIDER:-tcp}
+
 # Sourced by the two-process tests. With PEER_LIB_TMP=1 set before sourcing, it also makes
 # the scratch folder $out and removes it (and stops the server) on exit.
 if [ "${PEER_LIB_TMP:-}" = 1 ]; then
@@ -32,12 +38,23 @@ start_server() {
 	if [ -z "$port" ]; then
 		cat "$log"
 		grep -q 'no usable\|not usable' "$log" && { echo "SKIPPED: provider not usable"; exit 77; }
-		if ! kill -0 "$spid" 2>/dev/null; then
-			wait "$spid"
-			[ $? -eq 77 ] && { echo "SKIPPED: the server says its provider is not here"; exit 77; }
-		fi
+		skip_if_server_skipped
 		exit 1
 	fi
+}
+
+# A server ($spid) that exited 77 said its provider is not here: skip (exit 77).
+skip_if_server_skipped() {
+	kill -0 "$spid" 2>/dev/null && return 0
+	wait "$spid"
+	[ $? -eq 77 ] || return 0
+	echo "SKIPPED: the server says its provider is not here"
+	exit 77
+}
+
+# Is there an RDMA device (the verbs provider's) on this host?
+rdma_device_here() {
+	ls /sys/class/infiniband 2>/dev/null | grep -q .
 }
 
 # Wait for the server, show its log, and succeed only if both sides did.
@@ -53,14 +70,11 @@ finish_peers() {
 }
 
 # The RDMA providers an example's test runs over, in $PROVS: $EXAMPLE_PROVIDERS (the VM
-# suite's "verbs"), else "tcp shm"; and the address of both ends in $HOST. Exits 77 (skip)
-# when verbs is asked for and there is no RDMA device here.
+# suite's "verbs"), else "tcp shm". Exits 77 (skip) when verbs is asked for and there is
+# no RDMA device here.
 example_providers() {
 	PROVS=${EXAMPLE_PROVIDERS:-tcp shm}
-	HOST=${RPCRDMA_TEST_HOST:-127.0.0.1}
 	case " $PROVS " in
-	(*" verbs "*)
-		ls /sys/class/infiniband 2>/dev/null | grep -q . ||
-			{ echo "SKIPPED: no RDMA device here for verbs"; exit 77; } ;;
+	(*" verbs "*) rdma_device_here || { echo "SKIPPED: no RDMA device here for verbs"; exit 77; } ;;
 	esac
 }

@@ -55,9 +55,9 @@ keep() {
 check_sends() {
 	local f=$1 d=$2 sends msgs malformed
 	sends=$(q "$d" '$2 == 4 || $2 == 2' | wc -l)
-	q "$d" '$5 != "" { OFS = "\t"; print $1, $4, $5, $6, $7, $8, $9, $10, $11, $12 }' >"$out/ws.tsv"
+	ws_fields "$d" >"$out/ws.tsv"
 	msgs=$(wc -l <"$out/ws.tsv")
-	malformed=$(q "$d" '$17 != "" || $18 >= 8388608' | wc -l)
+	malformed=$(ws_bad_frames "$d")
 	echo "$(basename "$f"): $sends Sends, $msgs decoded as rpcordma, $malformed malformed"
 	[ "$sends" -gt 0 ] && [ "$sends" -eq "$msgs" ] || bad "$f: not every Send is rpcordma"
 	[ "$malformed" -eq 0 ] || bad "$f: malformed frames"

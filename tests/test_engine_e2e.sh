@@ -12,5 +12,5 @@ MODE=${4:-plain}
 PEER_LIB_TMP=1
 . "$(dirname "$0")/peer_lib.sh"
 start_server "$out/server" "$PEER" server "$PROV" 0 "$INL" "$MODE"
-timeout 300 "$PEER" client "$PROV" "${RPCRDMA_TEST_HOST:-127.0.0.1}" "$port" "$INL" "$MODE"
+timeout 300 "$PEER" client "$PROV" "$H" "$port" "$INL" "$MODE"
 finish_peers "$out/server" $?

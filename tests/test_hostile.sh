@@ -18,10 +18,9 @@
 set -u
 BIN=$1/rpcrdma
 PROV=$2
-H=${RPCRDMA_TEST_HOST:-127.0.0.1}
 PEER_LIB_TMP=1
 . "$(dirname "$0")/peer_lib.sh"
-if [ "$PROV" = verbs ] && ! ls /sys/class/infiniband 2>/dev/null | grep -q .; then
+if [ "$PROV" = verbs ] && ! rdma_device_here; then
 	echo "SKIPPED: no RDMA device here"
 	exit 77
 fi

@@ -21,13 +21,12 @@ for f in "$SRC"/samples/knfsd/*.pcap; do
 	echo "$n: $(wc -l <"$out/$n.json") messages decoded"
 	if command -v tshark >/dev/null; then
 		dump "$f" "$out/$n.ws"
-		awk -F'\t' '$5 != "" { OFS = "\t"; print $1, $4, $5, $6, $7, $8, $9, $10, $11, $12 }' \
-			"$out/$n.ws" >"$out/$n.ws.tsv"
+		ws_fields "$out/$n.ws" >"$out/$n.ws.tsv"
 		"$BIN" decode --pcap "$f" --fields >"$out/$n.ours.tsv"
 		diff "$out/$n.ws.tsv" "$out/$n.ours.tsv" >/dev/null ||
 			bad "$n: tshark and rpcrdma decode --pcap differ"
-		[ "$(awk -F'\t' '$17 != ""' "$out/$n.ws" | wc -l)" -eq 0 ] ||
-			bad "$n: tshark finds malformed frames"
+		[ "$(ws_bad_frames "$out/$n.ws")" -eq 0 ] || bad "$n: tshark finds malformed frames"
+		echo "$n: Wireshark reads $(wc -l <"$out/$n.ws.tsv") messages as we do"
 	else
 		echo "tshark is not installed: Wireshark's reading not compared"
 	fi

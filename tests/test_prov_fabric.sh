@@ -26,7 +26,8 @@ trap cleanup EXIT
 
 srv=()
 cli=()
-host=${RPCRDMA_TEST_HOST:-127.0.0.1}
+. "$(dirname "$0")/peer_lib.sh"
+host=$H
 if [ "$MODE" = netns ]; then
 	if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
 		echo "SKIPPED: the two-namespace test needs root and iproute2"
@@ -47,7 +48,6 @@ if [ "$MODE" = netns ]; then
 	host=10.231.0.1
 fi
 
-. "$(dirname "$0")/peer_lib.sh"
 start_server "$out/server" "${srv[@]}" "$PEER" server "$PROV" 0
 timeout 120 "${cli[@]}" "$PEER" client "$PROV" "$host" "$port"
 finish_peers "$out/server" $?

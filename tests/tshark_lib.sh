@@ -15,3 +15,13 @@ dump() {
 		-e _ws.malformed -e _ws.expert.severity -e rpc.procedure 2>/dev/null >"$2"
 }
 
+# The rpcordma header columns of a dump, one line per message, as `rpcrdma decode --pcap
+# FILE --fields` prints them (docs/CAPTURE.md): diff the two.
+ws_fields() {
+	awk -F'\t' '$5 != "" { OFS = "\t"; print $1, $4, $5, $6, $7, $8, $9, $10, $11, $12 }' "$1"
+}
+
+# Frames of a dump that tshark finds malformed or in error (a bad IP or UDP checksum is one).
+ws_bad_frames() {
+	awk -F'\t' '$17 != "" || $18 >= 8388608' "$1" | wc -l
+}

@@ -24,7 +24,7 @@ for run in $runs; do
 	[ "$kind" = tcp ] && prov=
 	start_server "$out/server.$kind$prov" "$BIN/bs_server_$kind" $prov
 	pids+=("$spid")
-	timeout 120 "$BIN/bs_client_$kind" "$HOST" "$port" $prov >"$out/$kind$prov" || rc=1
+	timeout 120 "$BIN/bs_client_$kind" "$H" "$port" $prov >"$out/$kind$prov" || rc=1
 	echo "== $run"
 	cat "$out/$kind$prov"
 done

@@ -40,11 +40,11 @@ for run in $runs; do
 	[ -n "$port" ] || { cat "$out/server.$name"; echo "FAIL: no server for $run"; exit 1; }
 	pids=()
 	for i in 1 2 3 4; do
-		RPCRDMA_PROVIDER=$prov timeout 300 "$BIN/nfs2_client_$kind" "$HOST" "$port" \
+		RPCRDMA_PROVIDER=$prov timeout 300 "$BIN/nfs2_client_$kind" "$H" "$port" \
 			work "p$i" >"$out/$name.p$i" 2>&1 &
 		pids+=($!)
 	done
-	RPCRDMA_PROVIDER=$prov timeout 300 "$BIN/nfs2_client_$kind" "$HOST" "$port" \
+	RPCRDMA_PROVIDER=$prov timeout 300 "$BIN/nfs2_client_$kind" "$H" "$port" \
 		threads mt 8 >"$out/$name.mt" 2>&1 &
 	pids+=($!)
 	for p in "${pids[@]}"; do wait "$p" || rc=1; done

@@ -16,7 +16,7 @@ for prov in $PROVS; do
 	start_server "$out/server.$prov" "$BIN/pubsub_server" "$prov"
 	cpids=()
 	for i in $(seq "$N"); do
-		timeout 120 "$BIN/pubsub_client" "$HOST" "$port" "$prov" 20 \
+		timeout 120 "$BIN/pubsub_client" "$H" "$port" "$prov" 20 \
 			>"$out/client.$prov.$i" 2>&1 &
 		cpids+=($!)
 	done

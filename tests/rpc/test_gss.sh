@@ -17,10 +17,6 @@ for c in krb5kdc kdb5_util kadmin.local kinit; do
 	command -v "$c" >/dev/null || { echo "SKIPPED: $c is not installed"; exit 77; }
 done
 PEER_LIB_TMP=1
-# the provider of the server's first RDMA listener and the address of both ends: tcp on
-# 127.0.0.1, or the VM suite's soft-RoCE (verbs and its address)
-R=${RPCRDMA_PROVIDER:-tcp}
-H=${RPCRDMA_TEST_HOST:-127.0.0.1}
 . "$(dirname "$0")/../peer_lib.sh"
 kpid=
 stop_kdc() { [ -n "$kpid" ] && kill "$kpid" 2>/dev/null; peer_cleanup; }

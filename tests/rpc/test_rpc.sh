@@ -13,10 +13,6 @@ SERVER=$1
 CLIENT=$2
 MODE=$3
 PEER_LIB_TMP=1
-# the provider of the server's first RDMA listener and the address of both ends: tcp on
-# 127.0.0.1, or the VM suite's soft-RoCE (verbs and its address)
-R=${RPCRDMA_PROVIDER:-tcp}
-H=${RPCRDMA_TEST_HOST:-127.0.0.1}
 . "$(dirname "$0")/../peer_lib.sh"
 
 run_server() {

@@ -16,10 +16,6 @@ for c in rpcbind rpcinfo; do
 done
 export PATH=$PATH:/usr/sbin
 PEER_LIB_TMP=1
-# the provider of the server's first RDMA listener and the address of both ends: tcp on
-# 127.0.0.1, or the VM suite's soft-RoCE (verbs and its address)
-R=${RPCRDMA_PROVIDER:-tcp}
-H=${RPCRDMA_TEST_HOST:-127.0.0.1}
 . "$(dirname "$0")/../peer_lib.sh"
 PROG=537169922   # RT_PROG
 rbpid=
@@ -59,10 +55,7 @@ serve() {   # start the rpcbind-mode server; $rport / $tport its RDMA and TCP po
 	read -r _ rport _ tport < <(grep '^listening' "$out/server")
 	if [ -z "${rport:-}" ]; then
 		cat "$out/server"
-		if ! kill -0 "$spid" 2>/dev/null; then
-			wait "$spid"
-			[ $? -eq 77 ] && { echo "SKIPPED: provider $R not usable here"; exit 77; }
-		fi
+		skip_if_server_skipped
 		echo "FAIL: the server did not start"
 		exit 1
 	fi
