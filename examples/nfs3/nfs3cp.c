@@ -604,6 +604,13 @@ static int copy_from(struct nfs *n, const char *path, const char *local, const s
 				      (unsigned long long)(from + n_got), (unsigned long long)size);
 				goto out_drain;
 			}
+			/* asked again only while the server makes progress: a READ of nothing
+			 * that is not the end would be asked for ever */
+			if (!n_got) {
+				failf("READ %s at %llu: no data and no end of file", path,
+				      (unsigned long long)from);
+				goto out_drain;
+			}
 			if (n_got < want) {
 				if (read_issue(n, &s[i], &fh, from + n_got, want - n_got))
 					goto out_drain;
@@ -885,6 +892,9 @@ static int list_plus(struct nfs *n, const nfs_fh3 *dir, const char *path, unsign
 			}
 			memcpy(a.cookieverf, res.READDIRPLUS3res_u.resok.cookieverf, NFS3_COOKIEVERFSIZE);
 			eof = res.READDIRPLUS3res_u.resok.reply.eof;
+			/* no entry and no end: the same cookie would be asked for ever */
+			if (!eof && !res.READDIRPLUS3res_u.resok.reply.entries)
+				rc = failf("READDIRPLUS %s: no entries and no end of directory", path);
 		}
 		xdr_free((xdrproc_t)xdr_READDIRPLUS3res, (char *)&res);
 	}
@@ -916,6 +926,9 @@ static int list_plain(struct nfs *n, const nfs_fh3 *dir, const char *path, unsig
 			}
 			memcpy(a.cookieverf, res.READDIR3res_u.resok.cookieverf, NFS3_COOKIEVERFSIZE);
 			eof = res.READDIR3res_u.resok.reply.eof;
+			/* no entry and no end: the same cookie would be asked for ever */
+			if (!eof && !res.READDIR3res_u.resok.reply.entries)
+				rc = failf("READDIR %s: no entries and no end of directory", path);
 		}
 		xdr_free((xdrproc_t)xdr_READDIR3res, (char *)&res);
 	}
