@@ -87,7 +87,9 @@ struct vb_connreq {
 	struct rpcrdma_connreq base;
 	struct vb_listener *l;
 	struct rdma_cm_id *id;       /* the new connection's */
-	uint8_t peer_rd_atom, peer_init_depth;
+	/* from the connect request, as the CM gives them: seen from here (the peer's
+	 * initiator depth is the Read responder resources it wants of us) */
+	uint8_t resp_res, init_depth;
 };
 
 static const struct rpcrdma_prov_ops vb_ops;
@@ -522,8 +524,8 @@ static int vb_listener_get(struct rpcrdma_listener *base, int timeout_ms,
 		r->base.prov = base->prov;
 		r->l = l;
 		r->id = ev->id;
-		r->peer_rd_atom = ev->param.conn.responder_resources;
-		r->peer_init_depth = ev->param.conn.initiator_depth;
+		r->resp_res = ev->param.conn.responder_resources;
+		r->init_depth = ev->param.conn.initiator_depth;
 		r->base.pdata_len = rpcrdma__verbs_peer_pdata(&ev->param.conn, r->base.pdata);
 		rdma_ack_cm_event(ev);
 		*out = &r->base;
@@ -596,9 +598,12 @@ static int vb_accept(struct rpcrdma_connreq *base, const void *pdata, size_t len
 		rdma_reject(e->id, NULL, 0);
 		goto out_free;
 	}
-	/* we answer no more Reads than it may issue, and issue no more than it answers */
-	rpcrdma__verbs_cm_param(&cp, pdata, len, min8(vp->rd_atom, r->peer_init_depth),
-				min8(vp->init_depth, r->peer_rd_atom));
+	/* we answer no more Reads than it may issue, and issue no more than it answers: the
+	 * request's fields are already seen from this side (the IB CM swaps them), so
+	 * Linux's client (initiator depth 0, responder resources N) gets depth N from us;
+	 * mirroring them left our server no Read to issue, and soft-RoCE waits for ever */
+	rpcrdma__verbs_cm_param(&cp, pdata, len, min8(vp->rd_atom, r->resp_res),
+				min8(vp->init_depth, r->init_depth));
 	rc = rdma_accept(e->id, &cp) ? map_errno(errno) : 0;
 	if (!rc)
 		rc = cm_expect(e->ch, RDMA_CM_EVENT_ESTABLISHED,

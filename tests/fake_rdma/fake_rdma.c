@@ -391,6 +391,8 @@ struct fqp {
 	struct ibv_qp qp;   /* first */
 	struct fid *id;
 	int err;
+	uint8_t max_rd_atomic;   /* RDMA Reads it may have outstanding: the initiator depth
+				    of its rdma_connect() or rdma_accept() */
 	uint32_t max_inline;
 	struct precv rq[RQ_CAP];
 	unsigned rq_head, rq_n;
@@ -447,9 +449,12 @@ static void post_event(struct fid *to, struct fid *ev_id, enum rdma_cm_event_typ
 	e->ev.listen_id = ev_id == to ? NULL : &to->id;
 	e->ev.event = type;
 	e->ev.status = status;
+	/* as the IB CM hands them over (cm_format_req_event, cm_format_rep_event): seen from
+	 * the receiving side, the peer's initiator depth is the responder resources it needs
+	 * here, and the peer's responder resources the depth it may initiate to */
 	if (cp) {
-		e->ev.param.conn.responder_resources = cp->responder_resources;
-		e->ev.param.conn.initiator_depth = cp->initiator_depth;
+		e->ev.param.conn.responder_resources = cp->initiator_depth;
+		e->ev.param.conn.initiator_depth = cp->responder_resources;
 	}
 	if (pad) {
 		if (len)
@@ -827,6 +832,14 @@ static void send_one(struct fqp *q, const struct ibv_send_wr *wr)
 		qp_error(q);
 		return;
 	}
+	/* a QP with no initiator depth never issues a Read (soft-RoCE waits for ever; here it
+	 * fails, so that a test sees it) */
+	if (wr->opcode == IBV_WR_RDMA_READ && !q->max_rd_atomic) {
+		cq_push(q->qp.send_cq, wr->wr_id, IBV_WC_REM_INV_REQ_ERR, op, 0, q->qp.qp_num);
+		qp_error(q);
+		qp_error(p);
+		return;
+	}
 	if (wr->opcode == IBV_WR_SEND) {
 		do_send(q, p, wr);
 	} else if (do_rma(wr)) {
@@ -914,12 +927,19 @@ static struct fid *find_listener(uint16_t port_be)
 	return NULL;
 }
 
-FAKE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *cp)
+FAKE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *given)
 {
 	struct fid *f = (struct fid *)id, *l, *child;
+	struct rdma_conn_param c = *given, *cp = &c;
 
 	pthread_mutex_lock(&big);
 	keep_pdata(FAKE_CONNECT, cp->private_data, cp->private_data_len);
+	/* FAKE_RDMA_LINUX_CLIENT=1: connect as Linux's xprtrdma client does, offering RDMA
+	 * Read responder resources but an initiator depth of 0 */
+	if (getenv("FAKE_RDMA_LINUX_CLIENT"))
+		cp->initiator_depth = 0;
+	if (id->qp)
+		((struct fqp *)id->qp)->max_rd_atomic = cp->initiator_depth;
 	l = find_listener(addr_port(&id->route.addr.dst_addr));
 	if (!l) {   /* nobody there: IB_CM_REJ_INVALID_SERVICE_ID */
 		post_event(f, f, RDMA_CM_EVENT_REJECTED, 8, NULL, 0, 148, NULL);
@@ -955,6 +975,7 @@ FAKE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *cp)
 		errno = EINVAL;
 		return -1;
 	}
+	((struct fqp *)child->id.qp)->max_rd_atomic = cp->initiator_depth;
 	child->peer = c;
 	c->peer = child;
 	child->connected = c->connected = 1;
