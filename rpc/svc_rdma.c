@@ -123,6 +123,14 @@ static void drain_fd(int fd)
 	(void)!read(fd, &v, sizeof(v));
 }
 
+/* Whether svc_run() dispatches this listener's connections: their descriptors stay
+ * registered (rpcrdma_svc_run()'s workers reach them through svc_getreq_common()), but
+ * are only made readable for svc_run() to see. */
+static bool svc_run_sees(const struct srv *s)
+{
+	return !s->opts.dispatch_inline && !s->opts.workers_only;
+}
+
 /* ---- engine upper face (progress thread, srv lock held) ---- */
 
 static void on_request(void *ctx, struct rpcrdma_eng_req *r)
@@ -143,7 +151,7 @@ static void on_request(void *ctx, struct rpcrdma_eng_req *r)
 	else
 		c->head = q;
 	c->tail = q;
-	if (!c->srv->opts.dispatch_inline)
+	if (svc_run_sees(c->srv))
 		signal_fd(c->xprt.xp_fd);
 }
 
@@ -217,7 +225,7 @@ static void on_fatal(void *ctx, int reason)
 			 "lost the connection from", rpcrdma_strerror(reason));
 	c->dead = 1;
 	/* inline dispatch: the progress thread destroys it; svc_run() must not see it */
-	if (!c->srv->opts.dispatch_inline)
+	if (svc_run_sees(c->srv))
 		signal_fd(c->xprt.xp_fd);
 }
 
@@ -850,7 +858,8 @@ static int accept_one(struct srv *s, uint64_t now_ms)
 	s->conns = c;
 	c->watched = watch_fd(s, rpcrdma_ep_fd(c->ep));
 	xprt_register(&c->xprt);
-	signal_fd(s->xprt.xp_fd);   /* svc_run() polls a copy of the fd set: wake it */
+	if (svc_run_sees(s))
+		signal_fd(s->xprt.xp_fd);   /* svc_run() polls a copy of the fd set: wake it */
 	return 1;
 }
 
@@ -1242,14 +1251,18 @@ static int listen_any(struct srv *s, uint16_t port, int *dual)
 	return rpcrdma_listen(s->p, NULL, port, &s->l);
 }
 
-/* The listener's address, netid (RFC 5666 §12) and rpcbind registration, for providers
- * with network addresses. */
+/* The listener's address, netid (RFC 5666 §12) and rpcbind registration. A provider
+ * without network addresses (shm) is registered under "rdma" with the unspecified
+ * address, so that svc_register(..., IPPROTO_TCP) never reaches libtirpc's TCP
+ * registration for it (which fails without rpcbind, and would say "tcp"). */
 static void listener_addresses(struct srv *s, int dual)
 {
 	size_t len = sizeof(s->laddr);
 
-	if (rpcrdma_listener_addr(s->l, &s->laddr, &len))
+	if (rpcrdma_listener_addr(s->l, &s->laddr, &len)) {
+		rpcrdma__rpcb_listener_add(s, s->xprt.xp_port, NULL, 0, 0);
 		return;
+	}
 	s->xprt.xp_ltaddr.buf = &s->laddr;
 	s->xprt.xp_ltaddr.len = s->xprt.xp_ltaddr.maxlen = (unsigned)len;
 	s->xprt.xp_netid = s->laddr.ss_family == AF_INET6 ? "rdma6" : "rdma";

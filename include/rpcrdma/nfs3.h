@@ -17,8 +17,16 @@ extern "C" {
 #endif
 
 #define RPCRDMA_NFS3_MAXPATHLEN 4096u
+#define RPCRDMA_NFS3_MAXNAMLEN 255u
 
 RPCRDMA_API const struct rpcrdma_ulb *rpcrdma_ulb_nfs3(void);
+
+/* A filename3 as a server must take it: decoding fails (the server answers GARBAGE_ARGS,
+ * as Linux's knfsd does) for an empty name, one longer than RPCRDMA_NFS3_MAXNAMLEN, or one
+ * holding a NUL or a '/' (xdr_string() would cut "a\0b" to "a" without a word). Encoding
+ * and freeing are xdr_string()'s. The binding's SYMLINK arguments decode their name with
+ * it; a server uses it for the names of its other procedures. */
+RPCRDMA_API bool_t rpcrdma_xdr_nfs3_name(XDR *xdrs, char **name);
 
 #ifdef __cplusplus
 }

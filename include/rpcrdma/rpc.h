@@ -141,7 +141,11 @@ struct rpcrdma_svc_opts {
 				      accept dispatch on a library thread and not block there
 				      (no connection of the listener moves meanwhile); svc_run()
 				      and rpcrdma_svc_run() then see no RDMA request */
-	uint64_t reserved[8];       /* zero: room for fields to come without an ABI break */
+	int workers_only;          /* connections are dispatched by rpcrdma_svc_run() only,
+				      never by svc_run(): for a program that runs svc_run() for
+				      its other transports (TCP, UDP) on another thread */
+	uint32_t reserved32;
+	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
 };
 #define RPCRDMA_PORT_ANY 0xffffffffu
 

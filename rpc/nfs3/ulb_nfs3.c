@@ -5,7 +5,31 @@
  * generated ones. */
 #include "rpcrdma/nfs3.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "nfs3_prot.h"
+
+bool_t rpcrdma_xdr_nfs3_name(XDR *x, char **name)
+{
+	u_int len;
+	char *s = *name;
+
+	if (x->x_op != XDR_DECODE)
+		return xdr_string(x, name, RPCRDMA_NFS3_MAXNAMLEN);
+	if (!xdr_u_int(x, &len) || len == 0 || len > RPCRDMA_NFS3_MAXNAMLEN)
+		return FALSE;
+	if (!s && !(s = malloc(len + 1)))
+		return FALSE;
+	s[len] = '\0';
+	if (!xdr_opaque(x, s, len) || memchr(s, '\0', len) || memchr(s, '/', len)) {
+		if (!*name)
+			free(s);
+		return FALSE;
+	}
+	*name = s;
+	return TRUE;
+}
 
 static bool_t xdr_READ3res_ddp(XDR *x, READ3res *r)
 {
@@ -41,7 +65,8 @@ static bool_t xdr_READLINK3res_ddp(XDR *x, READLINK3res *r)
 
 static bool_t xdr_SYMLINK3args_ddp(XDR *x, SYMLINK3args *a)
 {
-	return xdr_diropargs3(x, &a->where) && xdr_sattr3(x, &a->symlink.symlink_attributes) &&
+	return xdr_nfs_fh3(x, &a->where.dir) && rpcrdma_xdr_nfs3_name(x, &a->where.name) &&
+	       xdr_sattr3(x, &a->symlink.symlink_attributes) &&
 	       xdr_rdma_ddp_string(x, &a->symlink.symlink_data, RPCRDMA_NFS3_MAXPATHLEN);
 }
 
