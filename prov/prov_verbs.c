@@ -639,23 +639,38 @@ static void vb_ep_close(struct rpcrdma_ep *base)
 
 /* ---- memory ---- */
 
-static int vb_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
-		     struct rpcrdma_mr **out)
+/* The verbs access for ours. Local write is what receives, RDMA Read sinks and remotely
+ * written memory need (the verbs specification requires it with remote write), and only
+ * them: a read chunk's source may be a constant (a symbolic link's target given as a
+ * string literal), which the kernel cannot pin for writing (EFAULT). */
+static int vb_access(const struct vb_prov *vp, unsigned access)
 {
-	struct vb_prov *vp = (struct vb_prov *)p;
-	struct vb_mr *m = rpcrdma__spares_get(&vp->spare_mrs);
-	int flags = IBV_ACCESS_LOCAL_WRITE;   /* receives and RDMA Read targets */
+	int flags = access == RPCRDMA_ACC_REMOTE_READ ? 0 : IBV_ACCESS_LOCAL_WRITE;
 
-	if (m)
-		memset(m, 0, sizeof(*m));
-	else if (!(m = calloc(1, sizeof(*m))))
-		return -RPCRDMA_ERR_NOMEM;
 	if (access & RPCRDMA_ACC_REMOTE_READ)
 		flags |= IBV_ACCESS_REMOTE_READ;
 	/* iWARP: a Read's data arrives as tagged writes into the sink (RFC 5040 §4.4) */
 	if ((access & RPCRDMA_ACC_REMOTE_WRITE) || ((access & RPCRDMA_ACC_READ_SINK) && vp->iwarp))
 		flags |= IBV_ACCESS_REMOTE_WRITE;
+	return flags;
+}
+
+static int vb_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
+		     struct rpcrdma_mr **out)
+{
+	struct vb_prov *vp = (struct vb_prov *)p;
+	struct vb_mr *m = rpcrdma__spares_get(&vp->spare_mrs);
+	int flags = vb_access(vp, access);
+
+	if (m)
+		memset(m, 0, sizeof(*m));
+	else if (!(m = calloc(1, sizeof(*m))))
+		return -RPCRDMA_ERR_NOMEM;
 	m->mr = ibv_reg_mr(vp->pd, addr, len, flags);
+	/* local-only memory that the process may not write (a constant sent by Send or RDMA
+	 * Write): the kernel cannot pin it for writing, and nothing writes it */
+	if (!m->mr && errno == EFAULT && access == RPCRDMA_ACC_LOCAL)
+		m->mr = ibv_reg_mr(vp->pd, addr, len, flags & ~IBV_ACCESS_LOCAL_WRITE);
 	if (!m->mr) {
 		int rc = map_errno(errno);
 

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -152,6 +153,25 @@ FAKE_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 static struct ibv_mr *mrs[MAX_MRS];
 static uint32_t next_key = 0x1000;
 
+/* Whether the process may write at addr (its mapping in /proc/self/maps says "w"). */
+static int writable(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo, hi, a = (unsigned long)(uintptr_t)addr;
+	char line[512], perms[8];
+	int ok = 1;
+
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) {
+			ok = perms[1] == 'w';
+			break;
+		}
+	fclose(f);
+	return ok;
+}
+
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, unsigned access)
 {
 	struct ibv_mr *m;
@@ -159,6 +179,12 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, unsigned ac
 
 	if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
 		errno = EINVAL;   /* as the verbs specification requires */
+		return NULL;
+	}
+	/* the kernel pins the pages for writing when local write is asked: read-only memory
+	 * (a string constant) fails so */
+	if ((access & IBV_ACCESS_LOCAL_WRITE) && len && !writable(addr)) {
+		errno = EFAULT;
 		return NULL;
 	}
 	m = calloc(1, sizeof(*m));
