@@ -43,11 +43,19 @@ struct ready {
 	struct rpcrdma_eng_req *er;
 };
 
+/* A connection; or a lane of one (prim set): a second SVCXPRT on the same connection, so
+ * that rpcrdma_svc_run()'s workers dispatch several of its requests at once
+ * (opts.conn_parallel). A lane has its own descriptor, request being dispatched and
+ * credential state; the queue of ready requests, the engine and the endpoint are the
+ * connection's. */
 struct sconn {
 	SVCXPRT xprt;
 	SVCXPRT_EXT ext;
 	struct srv *srv;
 	struct sconn *next;
+	struct sconn *prim;              /* a lane's connection; NULL for a connection */
+	struct sconn **lanes;            /* a connection's lanes, made as needed */
+	uint32_t nlanes;
 	struct rpcrdma_ep *ep;
 	struct rpcrdma_eng *eng;
 	struct ready *head, *tail;
@@ -132,6 +140,21 @@ static bool svc_run_sees(const struct srv *s)
 }
 
 /* ---- engine upper face (progress thread, srv lock held) ---- */
+
+static struct sconn *prim(struct sconn *c)
+{
+	return c->prim ? c->prim : c;
+}
+
+static bool lanes_busy(const struct sconn *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nlanes; i++)
+		if (c->lanes[i]->busy)
+			return true;
+	return false;
+}
 
 static void on_request(void *ctx, struct rpcrdma_eng_req *r)
 {
@@ -349,7 +372,7 @@ static void sleep_until_done(struct sconn *c, struct reply_ctx *x)
 	struct srv *s = c->srv;
 	struct timespec ts;
 
-	while (!x->done && !c->dead && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+	while (!x->done && !prim(c)->dead && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += LEND_SLEEP_MS * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000;
@@ -493,13 +516,14 @@ static void drop_cur(struct sconn *c)
 	}
 }
 
-static struct rpcrdma_eng_req *pop_ready(struct sconn *c)
+static struct rpcrdma_eng_req *pop_ready(struct sconn *lane)
 {
+	struct sconn *c = prim(lane);
 	struct ready *q = c->head;
 	struct rpcrdma_eng_req *er;
 
 	if (!q) {
-		drain_fd(c->xprt.xp_fd);
+		drain_fd(lane->xprt.xp_fd);
 		return NULL;
 	}
 	c->head = q->next;
@@ -586,10 +610,11 @@ static enum xprt_stat conn_stat(SVCXPRT *xprt)
 	}
 	drop_cur(c);
 	c->owned = 0;
-	if (c->dead && !c->head)
+	/* only the connection itself dies, once none of its lanes is dispatching */
+	if (c->dead && !c->head && !c->prim && !lanes_busy(c))
 		st = XPRT_DIED;
 	else
-		st = c->head ? XPRT_MOREREQS : XPRT_IDLE;
+		st = prim(c)->head ? XPRT_MOREREQS : XPRT_IDLE;
 	pthread_mutex_unlock(&c->srv->lock);
 	return st;
 }
@@ -808,6 +833,14 @@ static void conn_free(struct sconn *c)
 	rpcrdma_ep_close(c->ep);
 	rpcrdma_eng_destroy(c->eng);
 	conn_fd_release(c->srv, c->xprt.xp_fd);
+	while (c->nlanes) {
+		struct sconn *l = c->lanes[--c->nlanes];
+
+		xprt_unregister(&l->xprt);
+		conn_fd_release(c->srv, l->xprt.xp_fd);
+		free(l);
+	}
+	free(c->lanes);
 	free(c);
 }
 
@@ -995,7 +1028,7 @@ static int reap(struct srv *s)
 	int n = 0;
 
 	while ((c = *pp) != NULL) {
-		if (c->destroyed && !c->busy && !c->bc_refs) {
+		if (c->destroyed && !c->busy && !c->bc_refs && !lanes_busy(c)) {
 			*pp = c->next;
 			conn_free(c);
 			n++;
@@ -1418,7 +1451,45 @@ uint16_t svc_rdma_port(SVCXPRT *listener)
 
 /* ---- rpcrdma_svc_run ---- */
 
-/* A connection with something to dispatch that no worker holds, marked busy. */
+/* A lane of c that no worker holds, made if c has fewer than conn_parallel - 1; NULL if
+ * none. Under the srv lock. */
+static struct sconn *free_lane(struct srv *s, struct sconn *c)
+{
+	struct sconn *l, **grown;
+	uint32_t i;
+
+	for (i = 0; i < c->nlanes; i++)
+		if (!c->lanes[i]->busy)
+			return c->lanes[i];
+	if (c->nlanes + 1 >= s->opts.conn_parallel)
+		return NULL;
+	grown = realloc(c->lanes, sizeof(*grown) * (c->nlanes + 1));
+	if (!grown)
+		return NULL;
+	c->lanes = grown;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->xprt = c->xprt;   /* its operations, port and addresses, set when accepted */
+	l->srv = s;
+	l->ep = c->ep;
+	l->eng = c->eng;
+	l->prim = c;
+	l->xprt.xp_p1 = l;
+	l->xprt.xp_p3 = &l->ext;
+	l->xprt.xp_fd = conn_fd(s);
+	if (l->xprt.xp_fd < 0) {
+		free(l);
+		return NULL;
+	}
+	xprt_register(&l->xprt);
+	c->lanes[c->nlanes++] = l;
+	return l;
+}
+
+/* Something to dispatch that no worker holds, marked busy: a connection with requests
+ * ready (or dead, to be destroyed once no lane of it is busy), or a lane of a connection
+ * whose requests are already being dispatched. */
 static struct sconn *claim(void)
 {
 	struct sconn *found = NULL, *c;
@@ -1426,11 +1497,16 @@ static struct sconn *claim(void)
 
 	for (s = g_srvs; s && !found; s = s->next) {
 		pthread_mutex_lock(&s->lock);
-		for (c = s->conns; c && !found; c = c->next)
-			if (!c->busy && !c->destroyed && (c->head || c->dead)) {
-				c->busy = 1;
+		for (c = s->conns; c && !found; c = c->next) {
+			if (c->destroyed)
+				continue;
+			if (!c->busy && (c->head || (c->dead && !lanes_busy(c))))
 				found = c;
-			}
+			else if (c->busy && c->head && !c->dead)
+				found = free_lane(s, c);
+			if (found)
+				found->busy = 1;
+		}
 		pthread_mutex_unlock(&s->lock);
 	}
 	return found;
@@ -1500,7 +1576,7 @@ int rpcrdma__svc_conn_hold(SVCXPRT *conn)
 
 	if (!conn || conn->xp_ops != &conn_ops)
 		return -1;
-	c = conn_of(conn);
+	c = prim(conn_of(conn));
 	pthread_mutex_lock(&c->srv->lock);
 	c->bc_refs++;
 	pthread_mutex_unlock(&c->srv->lock);
@@ -1511,7 +1587,7 @@ int rpcrdma__svc_conn_hold(SVCXPRT *conn)
  * destroyed connection with no references): only s is used after it. */
 void rpcrdma__svc_conn_release(SVCXPRT *conn)
 {
-	struct sconn *c = conn_of(conn);
+	struct sconn *c = prim(conn_of(conn));
 	struct srv *s = c->srv;
 	int gone;
 
@@ -1549,7 +1625,7 @@ static int bc_wait(struct srv *s, struct rpcrdma__bcw *w, uint64_t deadline)
 int rpcrdma__svc_bc_call(SVCXPRT *conn, const void *xdr, uint32_t len, struct rpcrdma__bcw *w,
 			 uint64_t deadline)
 {
-	struct sconn *c = conn_of(conn);
+	struct sconn *c = prim(conn_of(conn));
 	struct srv *s = c->srv;
 	int rc;
 

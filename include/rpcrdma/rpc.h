@@ -144,7 +144,11 @@ struct rpcrdma_svc_opts {
 	int workers_only;          /* connections are dispatched by rpcrdma_svc_run() only,
 				      never by svc_run(): for a program that runs svc_run() for
 				      its other transports (TCP, UDP) on another thread */
-	uint32_t reserved32;
+	uint32_t conn_parallel;    /* rpcrdma_svc_run()'s workers dispatch up to this many
+				      requests of one connection at once, so that a slow one
+				      does not hold back the rest (replies then go in the order
+				      they finish, as knfsd's do); 0 or 1: one at a time, in
+				      the order they arrived */
 	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
 };
 #define RPCRDMA_PORT_ANY 0xffffffffu
