@@ -8,6 +8,7 @@
 #   device   ctest -L rdma_device: the verbs provider's tests on the real device
 #   cli      rpcrdma serve / ping / perf --check over verbs
 #   nfs3cp   our NFSv3 client (examples/nfs3) against knfsd over RDMA
+#   nfs3d    the kernel's NFSv3 client mounting our server (examples/nfs3) over RDMA and TCP
 #   bench    figures, ratios within one run (only when named): rpcrdma perf against
 #            perftest, nfs3cp against the kernel's client
 # The dummy device's address (TEST-NET-1) exists only inside this VM, which has no NIC.
@@ -16,7 +17,7 @@ set -u
 exec >/vmout/guest.log 2>&1
 . "$VM_SRC/tests/vm/guest_lib.sh"
 
-all="stack device cli nfs3cp"
+all="stack device cli nfs3cp nfs3d"
 suites=${VM_SUITES:-$all}
 all="$all bench"   # figures: run only when named
 dev_up || { echo "vm: /dev/shm or /dev/fd could not be made"; exit 99; }

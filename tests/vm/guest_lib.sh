@@ -6,9 +6,12 @@ export RPCRDMA_TEST_HOST=$VM_ADDR RPCRDMA_TEST_HOST6=$VM_ADDR6
 CLI=$VM_BUILD/rpcrdma
 
 # what a booted Debian has and the bare devtmpfs lacks: /dev/shm (libfabric's shm
-# provider and our shm bells) and /dev/fd (bash's process substitution)
+# provider and our shm bells) and /dev/fd (bash's process substitution); and $TMPDIR
 dev_up() {
 	mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 shm /dev/shm || return 1
+	# scratch space whose file system gives file handles (nfs3d's tests), unlike overlayfs
+	mkdir -p /scratch && mount -t tmpfs -o size=1g,mode=1777 scratch /scratch || return 1
+	export TMPDIR=/scratch
 	ln -sf /proc/self/fd /dev/fd && ln -sf /proc/self/fd/0 /dev/stdin &&
 		ln -sf /proc/self/fd/1 /dev/stdout && ln -sf /proc/self/fd/2 /dev/stderr
 }
@@ -50,6 +53,71 @@ knfsd_up() {
 	echo "rdma 20049" >/proc/fs/nfsd/portlist
 }
 
+# nfs3d (examples/nfs3) on a tmpfs (file handles: the overlay root gives none), over verbs
+# on fixed ports beside knfsd's; every start logs to a file of its own
+NFS3D_DIR=/srv/nfs3d
+N3_RDMA=20149 N3_TCP=2149 N3_MOUNT=20148 N3_STARTS=0
+nfs3d_start() {
+	local log=/tmp/nfs3d.$((N3_STARTS += 1)).log
+	"$VM_BUILD/nfs3d" -v --provider verbs --listen "$VM_ADDR:$N3_RDMA" --tcp-port $N3_TCP \
+		--mount-port $N3_MOUNT "$NFS3D_DIR" >$log 2>&1 &
+	N3_PID=$!
+	for _ in $(seq 200); do grep -q '^nfs3d: .* rdma=' $log && { cat $log; return 0; }; sleep 0.1; done
+	cat $log
+	return 1
+}
+
+nfs3d_up() {
+	mkdir -p $NFS3D_DIR /run/rpcbind
+	grep -q " $NFS3D_DIR " /proc/mounts || mount -t tmpfs -o size=1g nfs3d $NFS3D_DIR
+	pgrep -x rpcbind >/dev/null || rpcbind -w
+	modprobe rpcrdma
+	nfs3d_start
+}
+
+# nfs3d_mount PROTO MOUNTPOINT: the kernel's client, hard (the default), as the README says
+nfs3d_mount() {
+	local port=$N3_RDMA
+	[ "$1" = tcp ] && port=$N3_TCP
+	mkdir -p "$2"
+	timeout 120 mount -t nfs -o vers=3,proto=$1,port=$port,mountproto=tcp,mountport=$N3_MOUNT,nolock \
+		"$VM_ADDR:$NFS3D_DIR" "$2"
+	grep " $2 " /proc/mounts | grep -q "proto=$1"
+}
+
+# Through mount point $1: 16 MiB each way across a cache drop, then a tree of 20
+# directories and 300 files made, renamed, linked, listed and removed; each step checked
+# on nfs3d's directory itself.
+nfs3d_through() {
+	local m=$1 d=$NFS3D_DIR i j
+	timeout -k 5 120 cp /tmp/n3src.bin $m/big.bin
+	timeout -k 5 120 sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp /tmp/n3src.bin $d/big.bin
+	cmp /tmp/n3src.bin $m/big.bin
+	rm $m/big.bin
+	[ ! -e $d/big.bin ]
+	mkdir $m/t
+	for i in $(seq 20); do
+		mkdir $m/t/d$i
+		for j in $(seq 15); do echo "file $i $j" >$m/t/d$i/f$j; done
+	done
+	[ "$(find $d/t -type f | wc -l)" = 300 ] && [ "$(find $d/t -mindepth 1 -type d | wc -l)" = 20 ]
+	grep -qx "file 7 9" $d/t/d7/f9
+	mv $m/t/d3 $m/t/d3-renamed
+	[ -d $d/t/d3-renamed ] && [ ! -e $d/t/d3 ]
+	ln -s d3-renamed/f1 $m/t/sl
+	[ "$(readlink $d/t/sl)" = d3-renamed/f1 ] && [ "$(readlink $m/t/sl)" = d3-renamed/f1 ]
+	[ "$(cat $m/t/sl)" = "file 3 1" ]
+	ln $m/t/d1/f1 $m/t/hard
+	[ "$(stat -c %h $d/t/d1/f1)" = 2 ]
+	echo 3 >/proc/sys/vm/drop_caches
+	[ "$(ls $m/t | wc -l)" = 22 ]
+	diff <(cd $m/t && find . -printf '%p %y %s\n' | sort) <(cd $d/t && find . -printf '%p %y %s\n' | sort)
+	rm -r $m/t
+	[ ! -e $d/t ]
+}
+
 # a file of N MiB of pseudo-random bytes (the same bytes for the same seed)
 make_file() {
 	head -c $(($2 * 1048576)) /dev/urandom >"$1"
@@ -73,6 +141,48 @@ suite_stack() {
 	cmp /tmp/stack.bin /mnt/knfsd/stack.bin
 	echo "the kernel's NFSv3/RDMA client wrote and read 16 MiB through knfsd, same bytes"
 	umount /mnt/knfsd
+}
+
+# The kernel's client on nfs3d: over RDMA and over TCP (nfs3d_through), rpcbind told of
+# both; then, under a hard mount over RDMA, nfs3d killed (SIGKILL) in the middle of a copy
+# and restarted: the copy completes with the right bytes.
+suite_nfs3d() {
+	set -E   # the trap in the functions too
+	trap 'echo "suite nfs3d failed at line $LINENO; nfs3d said:"; tail -n 40 /tmp/nfs3d.*.log; dmesg | tail -n 20' ERR
+	nfs3d_up
+	rpcinfo -p | grep -q ' 100003 *3 *tcp *2149 ' && rpcinfo -p | grep -q ' 100005 *3 *tcp *20148 '
+	rpcinfo | grep -q '100003 *3 *rdma *192.0.2.1.78.181 '
+	make_file /tmp/n3src.bin 16
+	for proto in rdma tcp; do
+		nfs3d_mount $proto /mnt/n3
+		nfs3d_through /mnt/n3
+		umount /mnt/n3
+		echo "the kernel's NFSv3 client over $proto: 16 MiB each way and a tree of 320, same on the directory"
+	done
+	nfs3d_mount rdma /mnt/n3
+	make_file /tmp/n3r.bin 64
+	dd if=/tmp/n3r.bin of=/mnt/n3/restart.bin bs=1M oflag=direct status=none &
+	local dpid=$! size=0
+	for _ in $(seq 600); do
+		size=$(stat -c %s $NFS3D_DIR/restart.bin 2>/dev/null || echo 0)
+		[ "$size" -ge 4194304 ] && break
+		sleep 0.05
+	done
+	kill -STOP $N3_PID
+	kill -0 $dpid || { echo "the copy ended before nfs3d was stopped: nothing tested"; return 1; }
+	echo "nfs3d killed with $size of 67108864 bytes written"
+	kill -9 $N3_PID
+	wait $N3_PID || true
+	sleep 1
+	nfs3d_start
+	wait $dpid
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp /tmp/n3r.bin $NFS3D_DIR/restart.bin
+	cmp /tmp/n3r.bin /mnt/n3/restart.bin
+	umount /mnt/n3
+	echo "a hard mount over RDMA across a SIGKILL and restart of nfs3d: the copy completed, same bytes"
+	kill $N3_PID
+	wait $N3_PID
 }
 
 suite_device() {
@@ -227,5 +337,20 @@ suite_bench() {
 	umount /mnt/knfsd
 	echo "64 MiB from knfsd   kernel client ${kr} s   nfs3cp ${nr} s   ratio $(echo "$kr / $nr" | bc -l | cut -c1-4)"
 	echo "64 MiB to knfsd     kernel client ${kw} s   nfs3cp ${nw} s   ratio $(echo "$kw / $nw" | bc -l | cut -c1-4)"
+	# the kernel's client, 64 MiB sequential, on knfsd and on nfs3d (both on a tmpfs)
+	nfs3d_up
+	nfs3d_mount rdma /mnt/n3
+	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
+	local knw knr n3w n3r
+	knw=$(secs dd if=/tmp/b64.bin of=/mnt/knfsd/bench/w.bin bs=1M conv=fsync)
+	n3w=$(secs dd if=/tmp/b64.bin of=/mnt/n3/w.bin bs=1M conv=fsync)
+	echo 3 >/proc/sys/vm/drop_caches
+	knr=$(secs dd if=/mnt/knfsd/bench/w.bin of=/tmp/k2.out bs=1M)
+	n3r=$(secs dd if=/mnt/n3/w.bin of=/tmp/n2.out bs=1M)
+	cmp /tmp/k2.out /tmp/b64.bin && cmp /tmp/n2.out /tmp/b64.bin && cmp $NFS3D_DIR/w.bin /tmp/b64.bin
+	umount /mnt/n3 /mnt/knfsd
+	kill $N3_PID; wait $N3_PID || true
+	echo "kernel client, 64 MiB write   knfsd ${knw} s   nfs3d ${n3w} s   ratio $(echo "$knw / $n3w" | bc -l | cut -c1-4)"
+	echo "kernel client, 64 MiB read    knfsd ${knr} s   nfs3d ${n3r} s   ratio $(echo "$knr / $n3r" | bc -l | cut -c1-4)"
 }
 
