@@ -114,6 +114,9 @@ static void run(CLIENT *cl, int n, struct done *slow, struct done *quick, double
 	int i;
 
 	warm_up(cl);
+	memset(slow, 0, sizeof(*slow) * (size_t)n);
+	memset(quick, 0, sizeof(*quick));
+	most_in_slow = 0;
 	t0 = now_ms();
 	finished = 0;
 	for (i = 0; i < n; i++)
@@ -162,13 +165,10 @@ static void test_parallel(void)
 	CHECK(cl != NULL);
 	if (!cl)
 		return;
-	memset(slow, 0, sizeof(slow));
-	memset(&quick, 0, sizeof(quick));
 	run(cl, 1, slow, &quick, &total);
 	printf("conn_parallel 4, SLOW then QUICK: QUICK back at %.0f ms, SLOW at %.0f ms\n",
 	       quick.at, slow[0].at);
 	CHECK(quick.order == 1 && quick.at < SLOW_MS / 2);
-	most_in_slow = 0;
 	run(cl, 4, slow, &quick, &total);
 	printf("conn_parallel 4, 4 SLOW and a QUICK: %.0f ms in all, %d SLOW at once\n", total,
 	       most_in_slow);
@@ -186,9 +186,6 @@ static void test_ordered(void)
 	CHECK(cl != NULL);
 	if (!cl)
 		return;
-	memset(slow, 0, sizeof(slow));
-	memset(&quick, 0, sizeof(quick));
-	most_in_slow = 0;
 	run(cl, 2, slow, &quick, &total);
 	printf("conn_parallel 0, 2 SLOW then QUICK: QUICK back at %.0f ms, %.0f ms in all, %d SLOW "
 	       "at once\n", quick.at, total, most_in_slow);
