@@ -31,7 +31,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <rpc/pmap_clnt.h>
+#include <netinet/in.h>
+#include <rpc/rpcb_clnt.h>
 
 #include "mount3.h"
 #include "nfs3_prot.h"
@@ -1449,14 +1450,47 @@ static SVCXPRT *tcp_listener(const char *host, uint32_t port, uint16_t *bound)
 	return x;
 }
 
-/* rpcbind, when it runs, learns the TCP services (the RDMA ones are registered by
- * svc_register() on the RDMA listener, under netid rdma/rdma6). */
-static void tcp_register(rpcprog_t prog, rpcvers_t vers, uint16_t port)
+static int rpcb_one(rpcprog_t prog, rpcvers_t vers, const char *netid, struct netbuf *addr)
 {
-	if (!pmap_set(prog, vers, IPPROTO_TCP, port))
+	struct netconfig *nc = getnetconfigent(netid);
+	int ok = nc && rpcb_set(prog, vers, nc, addr);
+
+	if (nc)
+		freenetconfigent(nc);
+	return ok;
+}
+
+/* rpcbind, when it runs, learns the TCP services: netid tcp6 for an IPv6 listener (and
+ * tcp with 0.0.0.0 as well when it takes IPv4 too), tcp for an IPv4 one. rpcb_set()
+ * rather than pmap_set(), which is IPv4 only. (The RDMA ones are registered by
+ * svc_register() on the RDMA listener, under netid rdma/rdma6.) */
+static void tcp_register(rpcprog_t prog, rpcvers_t vers, SVCXPRT *x)
+{
+	struct sockaddr_storage *ss = (struct sockaddr_storage *)x->xp_ltaddr.buf;
+	struct sockaddr_in any4 = { .sin_family = AF_INET };
+	struct netbuf nb4 = { sizeof(any4), sizeof(any4), &any4 };
+	int ok;
+
+	if (ss->ss_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		ok = rpcb_one(prog, vers, "tcp6", &x->xp_ltaddr);
+		any4.sin_port = s6->sin6_port;
+		if (ok && IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+			ok = rpcb_one(prog, vers, "tcp", &nb4);
+	} else {
+		ok = rpcb_one(prog, vers, "tcp", &x->xp_ltaddr);
+	}
+	if (!ok)
 		fprintf(stderr, "nfs3d: rpcbind took no registration of program %lu version %lu "
 			"over TCP (not running?): clients must name the port\n",
 			(unsigned long)prog, (unsigned long)vers);
+}
+
+/* Every netid of prog/vers in rpcbind: tcp, tcp6, rdma, rdma6. */
+static void rpcb_drop(rpcprog_t prog, rpcvers_t vers)
+{
+	rpcb_unset(prog, vers, NULL);
 }
 
 static uint16_t g_tcp_port, g_mount_port;
@@ -1467,11 +1501,9 @@ static void *signals(void *arg)
 	int sig;
 
 	sigwait(set, &sig);
-	if (g_tcp_port)
-		pmap_unset(NFS_PROGRAM, NFS_V3);
-	if (g_mount_port)
-		pmap_unset(MOUNT_PROGRAM, MOUNT_V3);
-	exit(0);   /* the library takes the RDMA registrations back at exit */
+	rpcb_drop(NFS_PROGRAM, NFS_V3);
+	rpcb_drop(MOUNT_PROGRAM, MOUNT_V3);
+	exit(0);   /* the library takes its own RDMA registrations back at exit too */
 	return NULL;
 }
 
@@ -1524,17 +1556,17 @@ int main(int argc, char **argv)
 	mnt = tcp ? tcp_listener(o.host, o.mount_port, &g_mount_port) : NULL;
 	if (!mnt)
 		return 1;
-	/* what a killed nfs3d left in rpcbind goes first (pmap_unset: every netid) */
-	pmap_unset(NFS_PROGRAM, NFS_V3);
-	pmap_unset(MOUNT_PROGRAM, MOUNT_V3);
+	/* what a killed nfs3d left in rpcbind goes first */
+	rpcb_drop(NFS_PROGRAM, NFS_V3);
+	rpcb_drop(MOUNT_PROGRAM, MOUNT_V3);
 	if (!svc_register(rdma, NFS_PROGRAM, NFS_V3, nfs3_dispatch, IPPROTO_TCP) ||
 	    !svc_register(tcp, NFS_PROGRAM, NFS_V3, nfs3_dispatch, 0) ||
 	    !svc_register(mnt, MOUNT_PROGRAM, MOUNT_V3, mount_program_3, 0)) {
 		fprintf(stderr, "nfs3d: svc_register failed\n");
 		return 1;
 	}
-	tcp_register(NFS_PROGRAM, NFS_V3, g_tcp_port);
-	tcp_register(MOUNT_PROGRAM, MOUNT_V3, g_mount_port);
+	tcp_register(NFS_PROGRAM, NFS_V3, tcp);
+	tcp_register(MOUNT_PROGRAM, MOUNT_V3, mnt);
 	if (pthread_create(&th, NULL, signals, &set) || pthread_create(&th, NULL, tcp_loop, NULL)) {
 		fprintf(stderr, "nfs3d: cannot start threads\n");
 		return 1;

@@ -90,6 +90,8 @@ static CLIENT *nfs_client(const char *how, const char *host, unsigned port)
 	return c;
 }
 
+static nfs_fh3 fh_copy(const nfs_fh3 *f);
+
 static int mount_root(const char *host, unsigned port, nfs_fh3 *root)
 {
 	CLIENT *mc = tcp_client(host, port, MOUNT_PROGRAM, MOUNT_V3);
@@ -99,18 +101,22 @@ static int mount_root(const char *host, unsigned port, nfs_fh3 *root)
 	memset(&r, 0, sizeof(r));
 	if (!mc || mountproc3_mnt_3(&path, &r, mc) != RPC_SUCCESS || r.fhs_status != MNT3_OK) {
 		fprintf(stderr, "check_nfs3d: MOUNT of %s failed\n", dir);
+		if (mc) {
+			auth_destroy(mc->cl_auth);
+			clnt_destroy(mc);
+		}
 		return -1;
 	}
 	root->data.data_len = r.mountres3_u.mountinfo.fhandle.fhandle3_len;
-	root->data.data_val = malloc(root->data.data_len);
-	memcpy(root->data.data_val, r.mountres3_u.mountinfo.fhandle.fhandle3_val,
-	       root->data.data_len);
+	root->data.data_val = r.mountres3_u.mountinfo.fhandle.fhandle3_val;
+	*root = fh_copy(root);
 	xdr_free((xdrproc_t)xdr_mountres3, (char *)&r);
 	/* a path outside the export is refused */
 	path = "/";
 	memset(&r, 0, sizeof(r));
 	CHECK(mountproc3_mnt_3(&path, &r, mc) == RPC_SUCCESS && r.fhs_status == MNT3ERR_ACCES,
 	      "MNT / gave %d", r.fhs_status);
+	auth_destroy(mc->cl_auth);
 	clnt_destroy(mc);
 	return 0;
 }
@@ -125,6 +131,10 @@ static char *local(const char *rel)
 
 /* ---- calls, each returning the nfsstat3 (or -1 for an RPC failure) ---- */
 
+/* Handles copied out of results are kept until the end (free_kept). */
+static void *kept[1024];
+static unsigned nkept;
+
 static nfs_fh3 fh_copy(const nfs_fh3 *f)
 {
 	nfs_fh3 c;
@@ -132,7 +142,15 @@ static nfs_fh3 fh_copy(const nfs_fh3 *f)
 	c.data.data_len = f->data.data_len;
 	c.data.data_val = malloc(f->data.data_len ? f->data.data_len : 1);
 	memcpy(c.data.data_val, f->data.data_val, f->data.data_len);
+	if (nkept < sizeof(kept) / sizeof(kept[0]))
+		kept[nkept++] = c.data.data_val;
 	return c;
+}
+
+static void free_kept(void)
+{
+	while (nkept)
+		free(kept[--nkept]);
 }
 
 static int lookup(const nfs_fh3 *d, const char *name, nfs_fh3 *out, fattr3 *attr)
@@ -259,7 +277,7 @@ static int read3(const nfs_fh3 *f, uint64_t off, uint32_t count, char *buf, uint
 		*got = r.READ3res_u.resok.data.data_len;
 		*eof = r.READ3res_u.resok.eof;
 		CHECK(*got <= count, "READ gave %u of %u", *got, count);
-		if (*got <= count)
+		if (*got && *got <= count)
 			memcpy(buf, r.READ3res_u.resok.data.data_val, *got);
 	}
 	xdr_free((xdrproc_t)xdr_READ3res, (char *)&r);
@@ -281,7 +299,8 @@ static int dirop(rpcproc_t proc, const nfs_fh3 *d, const char *name)
 	return st;
 }
 
-/* ---- READDIR and READDIRPLUS, page by page: the names against the directory's ---- */
+/* ---- READDIR and READDIRPLUS of DIR/work, page by page: the names against the
+ * directory's ---- */
 
 static int list_plus(const nfs_fh3 *d, int plus, uint32_t count, int *pages)
 {
@@ -302,6 +321,7 @@ static int list_plus(const nfs_fh3 *d, int plus, uint32_t count, int *pages)
 				return -1;
 			for (e = r.READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
 				struct stat sb;
+				char path[300];
 
 				cookie = e->cookie;
 				if (!strcmp(e->name, ".") || !strcmp(e->name, ".."))
@@ -310,7 +330,8 @@ static int list_plus(const nfs_fh3 *d, int plus, uint32_t count, int *pages)
 				CHECK(e->name_handle.handle_follows &&
 				      e->name_attributes.attributes_follow, "READDIRPLUS %s: no "
 				      "handle or attributes", e->name);
-				CHECK(fstatat(AT_FDCWD, local(e->name), &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+				snprintf(path, sizeof(path), "work/%s", e->name);
+				CHECK(fstatat(AT_FDCWD, local(path), &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
 				      e->name_attributes.post_op_attr_u.attributes.fileid == sb.st_ino,
 				      "READDIRPLUS %s: not that file", e->name);
 			}
@@ -454,6 +475,8 @@ static void check_files(const nfs_fh3 *root)
 		ra.symlink = s;
 		CHECK(nfsproc3_readlink_3(&ra, &rr, cl) == RPC_SUCCESS && rr.status == NFS3_OK &&
 		      !strcmp(rr.READLINK3res_u.resok.data, "../../../etc/passwd"), "READLINK");
+		xdr_free((xdrproc_t)xdr_READLINK3res, (char *)&rr);
+		xdr_free((xdrproc_t)xdr_SYMLINK3res, (char *)&sr);
 		/* the link is never followed by the server */
 		CHECK(lookup(&s, "x", NULL, NULL) == NFS3ERR_NOTDIR, "LOOKUP through a link");
 		memset(&lr, 0, sizeof(lr));
@@ -473,13 +496,10 @@ static void check_files(const nfs_fh3 *root)
 			snprintf(name, sizeof(name), "entry-%03u-%s", i, i % 2 ? "odd" : "even");
 			CHECK(create(&d, name, UNCHECKED, NULL, NULL) == NFS3_OK, "CREATE %s", name);
 		}
-		dir = local("work");
-		dir = strdup(dir);
 		n = list_plus(&d, 0, 2048, &pages);
 		CHECK(n == 303 && pages > 1, "READDIR: %d names in %d pages", n, pages);
 		n = list_plus(&d, 1, 8192, &pages);
 		CHECK(n == 303 && pages > 1, "READDIRPLUS: %d names in %d pages", n, pages);
-		*strrchr((char *)dir, '/') = 0;
 		for (i = 0; i < 300; i++) {
 			snprintf(name, sizeof(name), "entry-%03u-%s", i, i % 2 ? "odd" : "even");
 			CHECK(dirop(NFSPROC3_REMOVE, &d, name) == NFS3_OK, "REMOVE %s", name);
@@ -613,6 +633,17 @@ static int reuse_handle(const char *file)
 	return failures ? 1 : 0;
 }
 
+static int finish(int rc)
+{
+	if (cl) {
+		auth_destroy(cl->cl_auth);
+		clnt_destroy(cl);
+	}
+	free_kept();
+	free((char *)dir);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	nfs_fh3 root;
@@ -622,19 +653,19 @@ int main(int argc, char **argv)
 			"[save|reuse FILE]\n");
 		return 2;
 	}
-	dir = argv[5];
+	dir = strdup(argv[5]);
 	rpcrdma_ulb_register(rpcrdma_ulb_nfs3());
 	cl = nfs_client(argv[1], argv[2], (unsigned)atoi(argv[3]));
 	if (!cl || mount_root(argv[2], (unsigned)atoi(argv[4]), &root) < 0)
-		return 1;
+		return finish(1);
 	clnt_control(cl, CLSET_TIMEOUT, (char *)&tmo);
 	if (argc == 8 && !strcmp(argv[6], "save"))
-		return save_handle(&root, argv[7]);
+		return finish(save_handle(&root, argv[7]));
 	if (argc == 8)
-		return reuse_handle(argv[7]);
+		return finish(reuse_handle(argv[7]));
 	check_files(&root);
 	check_hostile(&root);
-	clnt_destroy(cl);
+	finish(0);
 	if (failures)
 		fprintf(stderr, "check_nfs3d: %d checks failed over %s\n", failures, argv[1]);
 	else
