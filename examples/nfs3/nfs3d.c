@@ -490,7 +490,11 @@ static bool p_read(READ3args *a, READ3res *r)
 	r->status = fh_open(&a->file, O_RDONLY, &fd);
 	if (r->status)
 		return true;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+	if (fstat(fd, &sb) < 0) {
+		r->status = errno_status(errno);
+		goto out_attr;
+	}
+	if (!S_ISREG(sb.st_mode)) {
 		r->status = S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
 		goto out_attr;
 	}
@@ -596,8 +600,8 @@ static nfsstat3 create_file(int dirfd, const char *name, const createhow3 *how)
 
 	if (how->mode == EXCLUSIVE)
 		return create_exclusive(dirfd, name, how->createhow3_u.verf);
-	if (how->mode == GUARDED)
-		flags |= O_EXCL;
+	/* exclusive first, whatever the mode: whether the file was made decides which
+	 * attributes apply; UNCHECKED then opens the one that was there */
 	fd = openat(dirfd, name, flags | O_EXCL, mode);
 	made = fd >= 0;
 	if (fd < 0 && errno == EEXIST && how->mode == UNCHECKED)
@@ -1059,11 +1063,21 @@ static bool_t xa_mkdir(XDR *x, MKDIR3args *a)
 	return xdr_dirop(x, &a->where) && xdr_sattr3(x, &a->attributes);
 }
 
-/* Over RDMA the binding's routine decodes SYMLINK (its path is DDP-eligible); its name
- * goes through the same strict routine there. */
+/* Over RDMA the binding's routines decode SYMLINK and WRITE (their bulk items are
+ * DDP-eligible, bounded by the chunks pulled); these are for ONC RPC/TCP, where the
+ * generated ones would allocate whatever length the client claims (nfspath3 and opaque
+ * data<> have no bound): the path is bounded as the binding bounds it, the data by wtmax. */
 static bool_t xa_symlink(XDR *x, SYMLINK3args *a)
 {
-	return xdr_dirop(x, &a->where) && xdr_symlinkdata3(x, &a->symlink);
+	return xdr_dirop(x, &a->where) && xdr_sattr3(x, &a->symlink.symlink_attributes) &&
+	       xdr_string(x, &a->symlink.symlink_data, RPCRDMA_NFS3_MAXPATHLEN);
+}
+
+static bool_t xa_write(XDR *x, WRITE3args *a)
+{
+	return xdr_nfs_fh3(x, &a->file) && xdr_offset3(x, &a->offset) &&
+	       xdr_count3(x, &a->count) && xdr_stable_how(x, &a->stable) &&
+	       xdr_bytes(x, &a->data.data_val, &a->data.data_len, MAX_IO);
 }
 
 static bool_t xa_mknod(XDR *x, MKNOD3args *a)
@@ -1119,7 +1133,7 @@ static const struct proc procs[] = {
 	[NFSPROC3_ACCESS] = P("ACCESS", xdr_ACCESS3args, xdr_ACCESS3res, p_access),
 	[NFSPROC3_READLINK] = P("READLINK", xdr_READLINK3args, xdr_READLINK3res, p_readlink),
 	[NFSPROC3_READ] = P("READ", xdr_READ3args, xdr_READ3res, p_read),
-	[NFSPROC3_WRITE] = P("WRITE", xdr_WRITE3args, xdr_WRITE3res, p_write),
+	[NFSPROC3_WRITE] = P("WRITE", xa_write, xdr_WRITE3res, p_write),
 	[NFSPROC3_CREATE] = P("CREATE", xa_create, xdr_CREATE3res, p_create),
 	[NFSPROC3_MKDIR] = P("MKDIR", xa_mkdir, xdr_MKDIR3res, p_mkdir),
 	[NFSPROC3_SYMLINK] = P("SYMLINK", xa_symlink, xdr_SYMLINK3res, p_symlink),

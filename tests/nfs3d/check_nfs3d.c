@@ -21,6 +21,7 @@
 #include "rpcrdma/nfs3.h"
 
 static CLIENT *cl;
+static int onc;   /* cl is ONC RPC over TCP (else RPC-over-RDMA) */
 static const char *dir;
 static int failures;
 
@@ -75,7 +76,8 @@ static CLIENT *nfs_client(const char *how, const char *host, unsigned port)
 	struct rpcrdma_clnt_opts o;
 	CLIENT *c;
 
-	if (!strcmp(how, "onc"))
+	onc = !strcmp(how, "onc");
+	if (onc)
 		return tcp_client(host, port, NFS_PROGRAM, NFS_V3);
 	memset(&o, 0, sizeof(o));
 	o.provider = how;
@@ -597,6 +599,38 @@ static void check_hostile(const nfs_fh3 *root)
 		ma.what.type = NF3FIFO;
 		CHECK(nfsproc3_mknod_3(&ma, &mr, cl) == RPC_SUCCESS && mr.status == NFS3ERR_NOTSUPP,
 		      "MKNOD");
+	}
+	/* lengths past nfs3d's bounds: wtmax (1 MiB) and a path of 4096 bytes. Over TCP the
+	 * decoder refuses them before allocating; over RDMA the client's binding refuses to
+	 * send the path, and WRITE data that arrived in a read chunk (bounded by the
+	 * engine's largest message) is written */
+	{
+		char *big = calloc(1, (1 << 20) + 2);
+		enum clnt_stat st;
+		SYMLINK3args sa;
+		SYMLINK3res sr;
+		WRITE3args wa = { fh, 0, (1 << 20) + 1, UNSTABLE, { (1 << 20) + 1, big } };
+		WRITE3res wr;
+
+		memset(&wr, 0, sizeof(wr));
+		st = nfsproc3_write_3(&wa, &wr, cl);
+		CHECK(onc ? st == RPC_CANTDECODEARGS
+			  : st == RPC_SUCCESS && wr.status == NFS3_OK &&
+				    wr.WRITE3res_u.resok.count == (1 << 20) + 1,
+		      "a WRITE past wtmax: %d/%d", st, wr.status);
+		xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&wr);
+		memset(big, 'p', 4097);
+		big[4097] = 0;
+		memset(&sa, 0, sizeof(sa));
+		memset(&sr, 0, sizeof(sr));
+		sa.where.dir = *root;
+		sa.where.name = "longpath";
+		sa.symlink.symlink_data = big;
+		st = nfsproc3_symlink_3(&sa, &sr, cl);
+		CHECK(st != RPC_SUCCESS && access(local("longpath"), F_OK) < 0,
+		      "a symlink path of 4097 bytes: %d", st);
+		xdr_free((xdrproc_t)xdr_SYMLINK3res, (char *)&sr);
+		free(big);
 	}
 	CHECK(dirop(NFSPROC3_REMOVE, root, "big") == NFS3_OK, "REMOVE big");
 	/* a procedure NFSv3 does not have */
