@@ -14,13 +14,25 @@ static void add_piece(struct eng_asm *as, uint64_t src, uint64_t dst, uint64_t l
 	as->npieces++;
 }
 
+/* A chunk of no bytes (every segment empty) needs no RDMA Read: it is left out. */
+static void add_chunk(struct eng_asm *as, uint32_t first, uint32_t nsegs, uint64_t dst,
+		      uint64_t len)
+{
+	as->chunks[as->nchunks].first = first;
+	as->chunks[as->nchunks].nsegs = nsegs;
+	as->chunks[as->nchunks].dst = dst;
+	as->chunks[as->nchunks].len = (uint32_t)len;
+	as->nchunks++;
+}
+
 /* m must come from rpcrdma_decode() with limits no larger than the defaults.
  * Returns -RPCRDMA_ERR_PROTO for chunks outside the stream, -RPCRDMA_ERR_RANGE past max_total.
  * Lay out the whole XDR stream from its inline part and the read chunks (RFC 5666 §3.4,
  * position = offset in the stream with every chunk in place). A chunk whose length is
  * not a multiple of 4 is followed by zero XDR roundup, which requesters leave out of
  * both the chunk and the inline stream (RFC 8166 §3.4.5); a chunk that carries its
- * roundup needs none. A position-zero chunk is the inline stream itself. */
+ * roundup needs none. A position-zero chunk is the inline stream itself; an empty one
+ * (-RPCRDMA_ERR_PROTO) would be a message of no bytes. */
 int rpcrdma__asm_plan(struct eng_asm *as, const struct rpcrdma_msg *m, uint64_t inline_len,
 		      uint64_t max_total)
 {
@@ -30,6 +42,8 @@ int rpcrdma__asm_plan(struct eng_asm *as, const struct rpcrdma_msg *m, uint64_t 
 	memset(as, 0, sizeof(*as));
 	if (m->nreads && m->reads[0].position == 0) {
 		clen = rpcrdma_read_chunk_len(m, 0, &next);
+		if (!clen)
+			return -RPCRDMA_ERR_PROTO;   /* a message of no bytes at all */
 		as->pos_zero = true;
 		as->p0_first = 0;
 		as->p0_nsegs = next;
@@ -54,11 +68,8 @@ int rpcrdma__asm_plan(struct eng_asm *as, const struct rpcrdma_msg *m, uint64_t 
 			add_piece(as, src, dst, off - src);
 			dst += off - src;
 		}
-		as->chunks[as->nchunks].first = i;
-		as->chunks[as->nchunks].nsegs = next - i;
-		as->chunks[as->nchunks].dst = dst;
-		as->chunks[as->nchunks].len = (uint32_t)clen;
-		as->nchunks++;
+		if (clen)
+			add_chunk(as, i, next - i, dst, clen);
 		dst += (clen + 3) & ~(uint64_t)3;
 		removed += (clen + 3) & ~(uint64_t)3;
 		src = off;
@@ -110,7 +121,7 @@ uint32_t rpcrdma__asm_read(const struct eng_asm *as, uint32_t k,
 			   uint8_t *dst, struct rpcrdma_sge *sge, uint32_t *nsge,
 			   struct rpcrdma_segment *segs)
 {
-	uint32_t first, nsegs, j;
+	uint32_t first, nsegs, j, n;
 
 	if (k == as->nchunks) {
 		first = as->p0_first;
@@ -124,9 +135,23 @@ uint32_t rpcrdma__asm_read(const struct eng_asm *as, uint32_t k,
 		sge[0].len = as->chunks[k].len;
 		*nsge = 1;
 	}
-	for (j = 0; j < nsegs; j++)
-		segs[j] = reads[first + j].seg;
-	return nsegs;
+	for (j = 0, n = 0; j < nsegs; j++)
+		if (reads[first + j].seg.length)   /* an empty segment is nothing to read */
+			segs[n++] = reads[first + j].seg;
+	return n;
+}
+
+/* The segments of s that carry bytes, into out: a requester may offer empty segments,
+ * and the unused tail of a filled write or reply chunk is empty; neither is written. */
+uint32_t rpcrdma__segs_with_bytes(struct rpcrdma_segment *out, const struct rpcrdma_segment *s,
+				  uint32_t n)
+{
+	uint32_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (s[i].length)
+			out[k++] = s[i];
+	return k;
 }
 
 void rpcrdma__asm_zero_pads(const struct eng_asm *as, uint8_t *dst)

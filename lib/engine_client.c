@@ -547,6 +547,8 @@ static int resume_reads(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
 	return rpcrdma__eng_settle(e, post_reply_reads(e, ENG_OF(t, struct rpcrdma_eng_call, task)));
 }
 
+static void reply_whole(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c);
+
 /* RFC 5666 §3.5, §3.8: a reply with read chunks is pulled with RDMA Read; RDMA_DONE then
  * lets the server release them. The call's credit carries over to the DONE. */
 static int start_reply_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
@@ -571,6 +573,10 @@ static int start_reply_reads(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	c->done_owed = true;
 	e->st.long_replies += c->as.pos_zero;
 	e->st.read_chunks += c->as.nchunks + c->as.pos_zero;
+	if (!rpcrdma__asm_nreads(&c->as)) {
+		reply_whole(e, c);   /* only chunks of nothing: no Read, but still a DONE */
+		return 0;
+	}
 	c->task.resume = resume_reads;
 	rpcrdma__eng_try(e, &c->task, post_reply_reads(e, c));
 	return 0;
@@ -800,6 +806,20 @@ static int resume_done(struct rpcrdma_eng *e, struct eng_task *t, uint64_t now)
 	return rpcrdma__eng_settle(e, rc);
 }
 
+/* The reply's read chunks are all in: the reply is whole, and RDMA_DONE goes next. */
+static void reply_whole(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
+{
+	if (!c->status) {
+		rpcrdma__asm_zero_pads(&c->as, c->asm_buf);
+		c->reply = c->asm_buf;
+		c->reply_len = (uint32_t)c->as.total;
+	} else {
+		c->status = -RPCRDMA_ERR_IO;
+	}
+	c->task.resume = resume_done;
+	rpcrdma__eng_stall(e, &c->task);
+}
+
 void rpcrdma__eng_client_read_done(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 				   int status, uint64_t now)
 {
@@ -820,15 +840,7 @@ void rpcrdma__eng_client_read_done(struct rpcrdma_eng *e, struct rpcrdma_eng_cal
 		}
 		return;
 	}
-	if (!c->status) {
-		rpcrdma__asm_zero_pads(&c->as, c->asm_buf);
-		c->reply = c->asm_buf;
-		c->reply_len = (uint32_t)c->as.total;
-	} else {
-		c->status = -RPCRDMA_ERR_IO;
-	}
-	c->task.resume = resume_done;
-	rpcrdma__eng_stall(e, &c->task);
+	reply_whole(e, c);
 	(void)now;
 }
 

@@ -293,6 +293,8 @@ uint32_t rpcrdma__asm_read(const struct eng_asm *as, uint32_t k,
 			   const struct rpcrdma_read_segment *reads, struct rpcrdma_mr *mr,
 			   uint8_t *dst, struct rpcrdma_sge *sge, uint32_t *nsge,
 			   struct rpcrdma_segment *segs);
+uint32_t rpcrdma__segs_with_bytes(struct rpcrdma_segment *out, const struct rpcrdma_segment *s,
+				  uint32_t n);
 void rpcrdma__fill_segments(struct rpcrdma_segment *out, const struct rpcrdma_write_chunk *c,
 			    uint64_t len);
 uint64_t rpcrdma__flatten(uint8_t *dst, const uint8_t *xdr, uint32_t xdr_len,

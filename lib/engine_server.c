@@ -157,13 +157,14 @@ static int post_writes(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 	int rc;
 
 	while (r->wr_next < r->nwr) {
-		uint32_t i = r->wr_next;
+		struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
+		uint32_t i = r->wr_next, n;
 
 		if (!rpcrdma__eng_sq_room(e, 1))
 			return -RPCRDMA_ERR_AGAIN;
+		n = rpcrdma__segs_with_bytes(segs, r->wr[i].remote, r->wr[i].nremote);
 		e->sq_used++;
-		rc = e->lo.post_write(e->lo.ctx, &r->wr[i].local, 1, r->wr[i].remote,
-				      r->wr[i].nremote, &r->op);
+		rc = e->lo.post_write(e->lo.ctx, &r->wr[i].local, 1, segs, n, &r->op);
 		if (rc) {
 			e->sq_used--;
 			return rc;
@@ -377,7 +378,7 @@ static void start_call(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	}
 	if (!r->as.pos_zero)
 		rpcrdma__asm_copy_inline(&r->as, r->call, m->body);
-	if (!m->nreads) {
+	if (!rpcrdma__asm_nreads(&r->as)) {   /* no chunk, or only chunks of nothing */
 		r->state = REQ_READY;
 		hand_up_ready(e);
 		return;
@@ -613,15 +614,6 @@ static int reg_out(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, const void 
 	return rc;
 }
 
-static uint32_t nonzero_segs(const struct rpcrdma_segment *s, uint32_t n)
-{
-	uint32_t i = 0;
-
-	while (i < n && s[i].length)
-		i++;
-	return i;
-}
-
 /* The write list echoed: item i goes into write chunk i when there is one large enough;
  * every chunk returns with the lengths written (zero when unused). */
 static int place_writes(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
@@ -654,7 +646,7 @@ static int place_writes(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 			r->wr[r->nwr].local.addr = (void *)a->items[i].data;
 			r->wr[r->nwr].local.len = a->items[i].len;
 			r->wr[r->nwr].remote = m->writes[i].segs;
-			r->wr[r->nwr].nremote = nonzero_segs(m->writes[i].segs, c->nsegs);
+			r->wr[r->nwr].nremote = c->nsegs;
 			r->nwr++;
 			e->st.write_chunk_bytes += len;
 		}
@@ -766,7 +758,7 @@ static int use_reply_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	r->wr[r->nwr].local.addr = (void *)flat;
 	r->wr[r->nwr].local.len = (uint32_t)len;
 	r->wr[r->nwr].remote = segs;
-	r->wr[r->nwr].nremote = nonzero_segs(segs, r->reply.nsegs);
+	r->wr[r->nwr].nremote = r->reply.nsegs;
 	r->nwr++;
 	r->form = RPCRDMA_NOMSG;
 	e->st.reply_chunk_bytes += len;
@@ -1026,9 +1018,11 @@ uint64_t rpcrdma_eng_req_write_cap(const struct rpcrdma_eng_req *r, uint32_t i)
 	return i < r->nwrites ? rpcrdma_write_chunk_len(&r->writes[i]) : 0;
 }
 
+/* A write list echoed back may alone be larger than the inline size: no room inline. */
 uint64_t rpcrdma_eng_req_reply_cap(const struct rpcrdma_eng_req *r)
 {
-	uint64_t inl = r->e->inline_send - rpcrdma__hdr_chunks_len(0, r->nwrites, wsegs(r), 0, false);
+	uint32_t hdr = rpcrdma__hdr_chunks_len(0, r->nwrites, wsegs(r), 0, false);
+	uint64_t inl = r->e->inline_send > hdr ? r->e->inline_send - hdr : 0;
 
 	if (r->has_reply && rpcrdma_write_chunk_len(&r->reply) > inl)
 		return rpcrdma_write_chunk_len(&r->reply);

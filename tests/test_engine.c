@@ -1285,6 +1285,214 @@ static void test_server_calls_in_order(void)
 	CHECK_EQ_U(x.st.rdma_reads, 1);
 }
 
+/* One segment of a chunk at byte `at` of mr: handle, length, 64-bit offset. */
+static uint8_t *put_seg(uint8_t *p, const struct rpcrdma_mr *mr, uint32_t len, uint64_t at)
+{
+	uint64_t off = mr->offset + at;
+
+	put32(p, mr->handle);
+	put32(p + 4, len);
+	put32(p + 8, (uint32_t)(off >> 32));
+	put32(p + 12, (uint32_t)off);
+	return p + 16;
+}
+
+static uint8_t *put_read(uint8_t *p, const struct rpcrdma_mr *mr, uint32_t pos, uint32_t len,
+			 uint64_t at)
+{
+	put32(p, 1);
+	put32(p + 4, pos);
+	return put_seg(p + 8, mr, len, at);
+}
+
+/* The room for a reply (rpcrdma_eng_req_reply_cap) when the echoed write list alone is
+ * larger than the peer's inline size (1024: no private data): none inline, so only a
+ * reply chunk holds it; it once wrapped around to 4 GiB. */
+static void test_reply_cap_write_list_past_inline(void)
+{
+	struct raw_rig x;
+	uint8_t m[2048], out[RAW_SLOT], *p;
+	uint32_t i, j, n;
+	int disc = 0;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	raw_post_recvs(&x.raw, 4);
+	n = raw_msg(m, 0x8f, 1, 4, RPCRDMA_MSG, 1);      /* raises the grant to 4 */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(raw_poll(&x.raw, out, NULL) > 28);
+	x.g.hold = 1;
+	for (n = 0; n < 3; n++) {
+		p = m;
+		put32(p, 0x90 + n), put32(p + 4, 1), put32(p + 8, 4), put32(p + 12, RPCRDMA_MSG);
+		put32(p + 16, 0);
+		p += 20;
+		for (i = 0; i < (n ? 8u : 1u); i++) {      /* 1 chunk of 1, 8 of 8, 8 of 7 */
+			put32(p, 1), put32(p + 4, n ? 9 - n : 1);
+			p += 8;
+			for (j = 0; j < (n ? 9 - n : 1u); j++)
+				p = put_seg(p, x.raw.mr, 16, 0);
+		}
+		put32(p, 0);
+		p += 4;
+		if (n == 2) {            /* and a reply chunk of 4096 bytes */
+			put32(p, 1), put32(p + 4, 1);
+			p = put_seg(p + 8, x.raw.mr, 4096, 0);
+		} else {
+			put32(p, 0);
+			p += 4;
+		}
+		p += echo_call(p, 0x90 + n, (const uint8_t *)"abcd", 4, 0, &(struct rpcrdma_ddp_item){ 0 });
+		fill_pattern(p - 4, 0x90 + n, 4);
+		raw_send(&x.raw, m, (uint32_t)(p - m));
+		raw_pump(&x);
+		CHECK_EQ_I(x.g.nheld, (int)n + 1);
+		CHECK_EQ_I(x.g.sv.fatal, 0);
+	}
+	/* 1024 - (16 + 4 + 8 + 16 + 4 + 4) */
+	CHECK_EQ_U(rpcrdma_eng_req_reply_cap(x.g.held[0]), 972);
+	CHECK_EQ_U(rpcrdma_eng_req_reply_cap(x.g.held[1]), 0);
+	CHECK_EQ_U(rpcrdma_eng_req_reply_cap(x.g.held[2]), 4096);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 0);
+	/* answered: the one whose header cannot go inline gets ERR_CHUNK, the others go on */
+	for (i = 0; i < 3; i++) {
+		answer(&x.g, x.g.held[i]);
+		raw_pump(&x);
+		CHECK(raw_poll(&x.raw, out, &disc) >= 20);
+		CHECK_EQ_U(get32(out), 0x90 + i);
+		CHECK_EQ_U(get32(out + 12), i == 1 ? RPCRDMA_ERROR : RPCRDMA_MSG);
+	}
+	CHECK_EQ_U(get32(out + 24), 7);                /* the last: its write list echoed */
+	CHECK_EQ_I(disc, 0);
+	CHECK_EQ_I(x.g.sv.fatal, 0);
+	x.g.nheld = 0;
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 1);
+}
+
+/* Zero-length segments in a read, write or reply chunk are served (they carry nothing),
+ * a chunk of nothing included; only a call whose whole stream is an empty position-zero
+ * chunk gets ERR_CHUNK, and the connection goes on. */
+static void test_server_zero_length_segments(void)
+{
+	enum { A = 0, B0 = 8192, B1 = 16384, B2 = 24576, C0 = 32768, C1 = 40960 };
+	struct raw_rig x;
+	struct rpcrdma_mr *mr;
+	uint8_t m[512], out[RAW_SLOT], *p, *buf = calloc(1, 65536), got[8192];
+	uint32_t n;
+	int disc = 0;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	CHECK_EQ_I(rpcrdma_mr_reg(x.g.p, buf, 65536, RPCRDMA_ACC_LOCAL | RPCRDMA_ACC_REMOTE_READ |
+				  RPCRDMA_ACC_REMOTE_WRITE, &mr), 0);
+	raw_post_recvs(&x.raw, 4);
+	n = raw_msg(m, 0x80, 1, 8, RPCRDMA_MSG, 1);      /* raises the grant to 8 */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(raw_poll(&x.raw, out, NULL) > 28);
+
+	/* 0x81: its 3000-byte argument behind an empty segment of the same chunk; the result
+	 * into a write chunk of segments 0, 2000 and 2000 bytes */
+	fill_pattern(buf + A, 0x81, 3000);
+	memset(buf + B0, 0xee, 16);
+	p = m;
+	put32(p, 0x81), put32(p + 4, 1), put32(p + 8, 8), put32(p + 12, RPCRDMA_MSG);
+	p = put_read(p + 16, mr, 44, 0, A + 4000);
+	p = put_read(p, mr, 44, 3000, A);
+	put32(p, 0), put32(p + 4, 1), put32(p + 8, 3);
+	p = put_seg(p + 12, mr, 0, B0);
+	p = put_seg(p, mr, 2000, B1);
+	p = put_seg(p, mr, 2000, B2);
+	put32(p, 0), put32(p + 4, 0);
+	p += 8;
+	p += echo_call(p, 0x81, buf + A, 3000, 1, &(struct rpcrdma_ddp_item){ 0 });
+	raw_send(&x.raw, m, (uint32_t)(p - m));
+	raw_pump(&x);
+	n = raw_poll(&x.raw, out, &disc);
+	CHECK_EQ_U(n, 84 + ECHO_REPLY_HDR + 4);
+	CHECK_EQ_U(get32(out), 0x81);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_MSG);
+	CHECK_EQ_U(get32(out + 16), 0);                 /* no read list */
+	CHECK_EQ_U(get32(out + 20), 1);                 /* one write chunk, three segments */
+	CHECK_EQ_U(get32(out + 24), 3);
+	CHECK_EQ_U(get32(out + 32), 0);
+	CHECK_EQ_U(get32(out + 48), 2000);
+	CHECK_EQ_U(get32(out + 64), 1000);
+	CHECK_EQ_U(get32(out + 84 + ECHO_REPLY_HDR), 3000);
+	memcpy(got, buf + B1, 2000);
+	memcpy(got + 2000, buf + B2, 1000);
+	CHECK_EQ_U(check_pattern(got, 0x81, 3000), 3000);
+	CHECK_EQ_U(buf[B0], 0xee);
+
+	/* 0x82: a read chunk of one empty segment: an empty opaque */
+	p = m;
+	put32(p, 0x82), put32(p + 4, 1), put32(p + 8, 8), put32(p + 12, RPCRDMA_MSG);
+	p = put_read(p + 16, mr, 44, 0, A);
+	put32(p, 0), put32(p + 4, 0), put32(p + 8, 0);
+	p += 12;
+	p += echo_call(p, 0x82, buf + A, 0, 1, &(struct rpcrdma_ddp_item){ 0 });
+	raw_send(&x.raw, m, (uint32_t)(p - m));
+	raw_pump(&x);
+	n = raw_poll(&x.raw, out, &disc);
+	CHECK_EQ_U(n, 28 + ECHO_REPLY_HDR + 4);
+	CHECK_EQ_U(get32(out), 0x82);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_MSG);
+	CHECK_EQ_U(get32(out + 28 + ECHO_REPLY_HDR), 0);
+
+	/* 0x83: a 6000-byte argument; the reply goes into a reply chunk of segments 0 and
+	 * 8192 bytes */
+	fill_pattern(buf + A, 0x83, 6000);
+	p = m;
+	put32(p, 0x83), put32(p + 4, 1), put32(p + 8, 8), put32(p + 12, RPCRDMA_MSG);
+	p = put_read(p + 16, mr, 44, 6000, A);
+	put32(p, 0), put32(p + 4, 0), put32(p + 8, 1), put32(p + 12, 2);
+	p = put_seg(p + 16, mr, 0, C0);
+	p = put_seg(p, mr, 8192, C1);
+	p += echo_call(p, 0x83, buf + A, 6000, 1, &(struct rpcrdma_ddp_item){ 0 });
+	raw_send(&x.raw, m, (uint32_t)(p - m));
+	raw_pump(&x);
+	n = raw_poll(&x.raw, out, &disc);
+	CHECK_EQ_U(n, 64);
+	CHECK_EQ_U(get32(out), 0x83);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_NOMSG);
+	CHECK_EQ_U(get32(out + 24), 1);                 /* the reply chunk, two segments */
+	CHECK_EQ_U(get32(out + 28), 2);
+	CHECK_EQ_U(get32(out + 36), 0);
+	CHECK_EQ_U(get32(out + 52), ECHO_REPLY_HDR + 4 + 6000);
+	CHECK_EQ_U(get32(buf + C1), 0x83);
+	CHECK_EQ_U(get32(buf + C1 + ECHO_REPLY_HDR), 6000);
+	CHECK_EQ_U(check_pattern(buf + C1 + ECHO_REPLY_HDR + 4, 0x83, 6000), 6000);
+
+	/* 0x84: a position-zero chunk of nothing is a call of no bytes: ERR_CHUNK */
+	p = m;
+	put32(p, 0x84), put32(p + 4, 1), put32(p + 8, 8), put32(p + 12, RPCRDMA_NOMSG);
+	p = put_read(p + 16, mr, 0, 0, A);
+	put32(p, 0), put32(p + 4, 0), put32(p + 8, 0);
+	p += 12;
+	raw_send(&x.raw, m, (uint32_t)(p - m));
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, &disc), 20);
+	CHECK_EQ_U(get32(out), 0x84);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_ERROR);
+	CHECK_EQ_U(get32(out + 16), RPCRDMA_WIRE_ERR_CHUNK);
+
+	n = raw_msg(m, 0x85, 1, 8, RPCRDMA_MSG, 1);      /* the connection goes on */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(raw_poll(&x.raw, out, &disc) > 28);
+	CHECK_EQ_U(get32(out), 0x85);
+	CHECK_EQ_I(disc, 0);
+	CHECK_EQ_I(x.g.sv.fatal, 0);
+	CHECK_EQ_U(x.g.requests, 5);
+	CHECK_EQ_U(x.g.bad_calls, 0);
+	CHECK_EQ_I(rpcrdma_mr_dereg(mr), 0);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_ERR_CHUNK_SENT], 1);
+	CHECK_EQ_U(x.st.rdma_reads, 2);
+	CHECK_EQ_U(x.st.rdma_writes, 2);
+	free(buf);
+}
+
 static void test_server_err_chunk(void)
 {
 	struct raw_rig x;
@@ -1460,6 +1668,50 @@ static uint32_t raw_reply(uint8_t *b, uint32_t xid, uint32_t credits)
 	memset(b + n + 8, 0, 16);
 	put32(b + n + 24, 0);
 	return n + 28;
+}
+
+/* A reply's read chunks may hold empty segments, or be empty: what has bytes is read,
+ * and the DONE still goes, since the server waits for it (RFC 5666 §3.8). */
+static void test_client_zero_length_reply_reads(void)
+{
+	static const uint32_t lens[2] = { 4, 0 };
+	struct raw_rig x;
+	struct rpcrdma_mr *mr;
+	uint8_t m[256], out[RAW_SLOT], *p, *buf = calloc(1, 4096);
+	struct rpcrdma_eng_stats st;
+	uint32_t xid;
+	int i;
+
+	raw_up(&x, RPCRDMA_ENG_CLIENT, NULL);
+	CHECK_EQ_I(rpcrdma_mr_reg(x.g.p, buf, 4096, RPCRDMA_ACC_LOCAL | RPCRDMA_ACC_REMOTE_READ,
+				  &mr), 0);
+	raw_post_recvs(&x.raw, 8);
+	for (i = 0; i < 2; i++) {
+		xid = client_call_raw(&x, lens[i], out);
+		fill_pattern(buf, xid, lens[i]);
+		p = m;
+		put32(p, xid), put32(p + 4, 1), put32(p + 8, 2), put32(p + 12, RPCRDMA_MSG);
+		p = put_read(p + 16, mr, ECHO_REPLY_HDR + 4, 0, 1024);
+		if (lens[i])
+			p = put_read(p, mr, ECHO_REPLY_HDR + 4, lens[i], 0);
+		put32(p, 0), put32(p + 4, 0), put32(p + 8, 0);
+		p += 12;
+		put32(p, xid), put32(p + 4, 1);
+		memset(p + 8, 0, 16);
+		put32(p + 24, lens[i]);
+		raw_send(&x.raw, m, (uint32_t)(p + 28 - m));
+		raw_pump(&x);
+		CHECK(x.g.slots[i].done && x.g.slots[i].status == 0 && x.g.slots[i].verified);
+		CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 16);
+		CHECK_EQ_U(get32(out), xid);
+		CHECK_EQ_U(get32(out + 12), RPCRDMA_DONE);
+	}
+	rpcrdma_eng_stats(x.g.cl.eng, &st);
+	CHECK_EQ_U(st.rdma_reads, 1);
+	CHECK_EQ_U(st.sent[RPCRDMA_DONE], 2);
+	CHECK_EQ_I(rpcrdma_mr_dereg(mr), 0);
+	raw_down(&x);
+	free(buf);
 }
 
 static void test_client_credits_and_errors(void)
@@ -2738,6 +2990,9 @@ int main(int argc, char **argv)
 	RUN(test_server_err_chunk);
 	RUN(test_server_silent_on_bad_error_or_done);
 	RUN(test_server_calls_in_order);
+	RUN(test_server_zero_length_segments);
+	RUN(test_reply_cap_write_list_past_inline);
+	RUN(test_client_zero_length_reply_reads);
 	RUN(test_server_credit_overrun);
 	RUN(test_server_done_withheld);
 	RUN(test_client_credits_and_errors);
