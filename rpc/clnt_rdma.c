@@ -24,6 +24,7 @@
 
 #include "objpool.h"
 #include "rpc_int.h"
+#include "xdr_be.h"
 
 #define DEF_MAX_REPLY (1u << 20)
 #define DEF_CONNECT_MS 10000
@@ -273,13 +274,36 @@ static void offer_results(struct ccall *call, const struct rpcrdma_ulb_proc *b,
 	call->a.nresults = call->nres;
 }
 
-/* RFC 8166 §8.2.1: under a flavour that may checksum or encrypt the body (RPCSEC_GSS, or
- * any flavour not known to leave it alone) no item may leave the stream: the wrap must
- * cover every byte. Only the flavours below never transform the body. */
-int rpcrdma__flavor_allows_ddp(int flavor)
+/* RFC 8166 §8.2.1: under a flavour that may checksum or encrypt the body (RPCSEC_GSS
+ * integrity or privacy, or any flavour not known to leave it alone) no item may leave the
+ * stream: the wrap must cover every byte. The flavours below never transform the body,
+ * nor does RPCSEC_GSS's service none (RFC 2203 §5.3.2: authentication only, krb5 without
+ * i or p), where Linux's client and server keep DDP too: a Linux client mounted with
+ * sec=krb5 offers a write chunk and no reply chunk for READ, which fails with EIO against
+ * a server that puts the data inline. The GSS credential (RFC 2203 §5):
+ * version 1, gss_proc, seq_num, service, handle. */
+int rpcrdma__cred_allows_ddp(uint32_t flavor, const void *body, uint32_t len)
 {
+	enum { GSS_VERS_1 = 1, GSS_PROC_DATA = 0, GSS_SVC_NONE = 1 };
+	const uint8_t *b = body;
+
+	if (flavor == RPCSEC_GSS)
+		return b && len >= 16 && rpcrdma__get32(b) == GSS_VERS_1 &&
+		       rpcrdma__get32(b + 4) == GSS_PROC_DATA && rpcrdma__get32(b + 12) == GSS_SVC_NONE;
 	return flavor == AUTH_NONE || flavor == AUTH_SYS || flavor == AUTH_SHORT ||
 	       flavor == AUTH_DH;
+}
+
+/* The credential an encoded call carries (xid, direction, rpcvers, prog, vers, proc,
+ * then flavour, length, body: RFC 5531 §9). */
+static int call_allows_ddp(const uint8_t *call, uint32_t len)
+{
+	uint32_t clen;
+
+	if (len < 32)
+		return 0;
+	clen = rpcrdma__get32(call + 28);
+	return clen <= len - 32 && rpcrdma__cred_allows_ddp(rpcrdma__get32(call + 24), call + 32, clen);
 }
 
 /* The largest reply when results that would have gone into write chunks come inline. */
@@ -296,7 +320,7 @@ static uint32_t reply_bound(const struct rdma_clnt *ct, const struct rpcrdma_ulb
 
 static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcprog_t prog,
 				  rpcvers_t vers, rpcproc_t proc, xdrproc_t xargs, void *args,
-				  int ddp)
+				  int *ddp)
 {
 	struct rpc_msg msg;
 	u_int cap = 128 + 2 * MAX_AUTH_BYTES + (u_int)xdr_sizeof(xargs, args);
@@ -317,12 +341,15 @@ static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcp
 	msg.rm_call.cb_prog = prog;
 	msg.rm_call.cb_vers = vers;
 	rpcrdma__xdr_encode(&call->enc, call->buf, cap);
-	/* off our stream, xdr_rdma_ddp_bytes() is plain xdr_bytes(): everything inline */
-	if (ddp)
-		rpcrdma__xdr_enter(&call->enc);
 	ok = xdr_callhdr(&call->enc.x, &msg) && xdr_u_int(&call->enc.x, &p) &&
-	     AUTH_MARSHALL(ct->cl.cl_auth, &call->enc.x) &&
-	     AUTH_WRAP(ct->cl.cl_auth, &call->enc.x, xargs, args);
+	     AUTH_MARSHALL(ct->cl.cl_auth, &call->enc.x);
+	/* the credential as sent says whether the body will be wrapped (GSS's service is
+	 * known to libtirpc's AUTH alone); off our stream, xdr_rdma_ddp_bytes() is plain
+	 * xdr_bytes(): everything inline */
+	*ddp = *ddp && ok && call_allows_ddp(call->buf, rpcrdma__xdr_pos(&call->enc));
+	if (*ddp)
+		rpcrdma__xdr_enter(&call->enc);
+	ok = ok && AUTH_WRAP(ct->cl.cl_auth, &call->enc.x, xargs, args);
 	rpcrdma__xdr_leave();
 	if (!ok)
 		return RPC_CANTENCODEARGS;
@@ -341,8 +368,7 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 {
 	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(ct->ids.prog, ct->ids.vers, proc);
 	struct ccall *call = alloc_call(ct);
-	int ddp = kind != CK_DETACHED &&
-		  rpcrdma__flavor_allows_ddp((int)ct->cl.cl_auth->ah_cred.oa_flavor);
+	int ddp = kind != CK_DETACHED;   /* and the credential allows it: encode_call */
 
 	if (!call) {
 		*stat = RPC_SYSTEMERROR;
@@ -350,14 +376,14 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 	}
 	call->ct = ct;
 	call->kind = kind;
-	call->xres = b && b->xres && ddp ? b->xres : xres;
 	call->resp = res;
 	*stat = encode_call(ct, call, ct->ids.prog, ct->ids.vers, proc,
-			    b && b->xargs ? b->xargs : xargs, args, ddp);
+			    b && b->xargs ? b->xargs : xargs, args, &ddp);
 	if (*stat != RPC_SUCCESS) {
 		free_call(call);
 		return NULL;
 	}
+	call->xres = b && b->xres && ddp ? b->xres : xres;
 	if (ddp)
 		offer_results(call, b, args);
 	else if (kind != CK_DETACHED)

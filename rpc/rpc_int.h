@@ -41,9 +41,10 @@ uint32_t rpcrdma__xdr_pos(struct rpcrdma__xdr *s);
 bool_t rpcrdma__xdr_ccp_args(XDR *x, struct rpcrdma_ccp_args *a);
 bool_t rpcrdma__xdr_ccp_res(XDR *x, struct rpcrdma_ccp_res *r);
 
-/* 1 when RPC bodies under this auth flavour are never checksummed or encrypted, so that
- * DDP-eligible items may leave the stream (RFC 8166 §8.2.1). */
-int rpcrdma__flavor_allows_ddp(int flavor);
+/* 1 when the RPC body under this credential (flavour, and body: len bytes of XDR) is
+ * never checksummed or encrypted, so that DDP-eligible items may leave the stream
+ * (RFC 8166 §8.2.1). */
+int rpcrdma__cred_allows_ddp(uint32_t flavor, const void *body, uint32_t len);
 
 /* rpcb_rdma.c: registration of RDMA listeners with rpcbind, and the client's lookup. */
 void rpcrdma__rpcb_listener_add(const void *key, uint16_t port, const void *addr, size_t len,

@@ -64,7 +64,7 @@ struct sconn {
 	rpcprog_t prog;
 	rpcvers_t vers;
 	rpcproc_t proc;
-	int flavor;                      /* the call's credential flavour */
+	int ddp;                         /* the call's credential leaves its body alone */
 	int dead, destroyed, busy;
 	int owned;                       /* a thread is between xp_recv and xp_stat */
 	int watched;                     /* its endpoint's descriptor is in srv.epfd */
@@ -412,7 +412,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 {
 	struct rpcrdma_eng_req *er = c->cur;
 	/* no result leaves the stream under a flavour that may wrap it (RFC 8166 §8.2.1) */
-	int ddp = rpcrdma__flavor_allows_ddp(c->flavor);
+	int ddp = c->ddp;
 	const struct rpcrdma_ulb_proc *b = ddp ? rpcrdma_ulb_find(c->prog, c->vers, c->proc) : NULL;
 	struct rpcrdma__xdr enc;
 	xdrproc_t xres = NULL, saved = NULL;
@@ -564,7 +564,9 @@ static bool_t take_call(struct sconn *c, struct rpcrdma_eng_req *er, struct rpc_
 	c->prog = msg->rm_call.cb_prog;
 	c->vers = msg->rm_call.cb_vers;
 	c->proc = msg->rm_call.cb_proc;
-	c->flavor = (int)msg->rm_call.cb_cred.oa_flavor;
+	c->ddp = rpcrdma__cred_allows_ddp(msg->rm_call.cb_cred.oa_flavor,
+					  msg->rm_call.cb_cred.oa_base,
+					  msg->rm_call.cb_cred.oa_length);
 	if (c->prog == RPCRDMA_CCP_PROG && c->vers == RPCRDMA_CCP_VERS && !c->srv->opts.no_ccp) {
 		answer_ccp(c, msg);
 		return FALSE;

@@ -456,9 +456,24 @@ static int run_gss(const char *t, CLIENT *cl, const char *pcap_path)
 		printf("gss %s: server saw flavour %d, %d of 3 echoes (0 B to 30000 B) intact\n",
 		       name[l], w.flavor, good);
 		if (is_rdma(t)) {
+			struct rpcrdma_eng_stats s0, s1;
+			int ddp;
+
+			memset(&s0, 0, sizeof(s0));
+			s1 = s0;
+			clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&s0);
 			CHECK(echo(cl, 500 + (uint32_t)(l * 10 + 3), sizes[3], ~0u, NULL, 0, &ok) ==
 				      RPC_SUCCESS && ok);
-			printf("rdma gss %s: 1 MiB echo %s\n", name[l], ok ? "intact" : "FAILED");
+			clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&s1);
+			/* service none (sec=krb5) keeps DDP, as Linux does: the argument in a
+			 * read chunk of its own, the result in the write chunk; integrity and
+			 * privacy send every byte inside the wrap (RFC 8166 §8.2.1) */
+			ddp = s1.write_chunks - s0.write_chunks == 1 &&
+			      s1.read_chunks - s0.read_chunks > s1.long_calls - s0.long_calls;
+			CHECK(ddp == (level[l] == rpcsec_gss_svc_none));
+			CHECK(l == 0 || s1.write_chunks == s0.write_chunks);
+			printf("rdma gss %s: 1 MiB echo %s, %s\n", name[l], ok ? "intact" : "FAILED",
+			       ddp ? "data in chunks of its own (DDP)" : "every byte in the wrap");
 		}
 		xdr_free((xdrproc_t)xdr_rt_whoami_res, (char *)&w);
 		auth_destroy(cl->cl_auth);
