@@ -195,6 +195,18 @@ for prov in tcp shm; do
 	echo "ping --callback over $prov: $(tail -1 "$out/cbping")"
 	kill -TERM "$spid"
 	wait "$spid"
+	# a server without --callback refuses at once (RPC_SYSTEMERROR), and ping says why
+	start_server "$out/nocbserve" "$BIN" serve --provider "$prov" --listen 127.0.0.1:0
+	t0=$(date +%s%N)
+	"$BIN" ping "127.0.0.1:$port" --provider "$prov" --callback -c 3 -i 0 >"$out/nocbping" 2>&1 &&
+		fail "ping --callback to a server without --callback succeeded: $(cat "$out/nocbping")"
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	grep -q 'Remote system error' "$out/nocbping" && grep -q 'serve --callback' "$out/nocbping" ||
+		fail "ping --callback without a callback server: $(cat "$out/nocbping")"
+	[ "$ms" -lt 3000 ] || fail "ping --callback without a callback server took $ms ms"
+	echo "ping --callback over $prov to a server without --callback: refused in $ms ms"
+	kill -TERM "$spid"
+	wait "$spid"
 	grep -q 'sent MSG/NOMSG/MSGP/DONE/ERROR 40/' "$out/cbserve" ||
 		fail "serve --callback sent other than 20 replies and 20 backward calls: $(cat "$out/cbserve")"
 	spid=

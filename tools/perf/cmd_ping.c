@@ -260,6 +260,11 @@ int cmd_ping(int argc, char **argv)
 			sum += dt;
 		}
 		print_reply(&o, sent, dt, st);
+		if (o.callback && st == RPC_SYSTEMERROR) {
+			fprintf(stderr, "rpcrdma ping: the server refused CALLBACK: it serves "
+					"callbacks only when started as `rpcrdma serve --callback`\n");
+			break;   /* every further call would be refused the same way */
+		}
 		if ((!o.count || sent < o.count) && o.interval > 0)
 			pause_for(o.interval);
 	}

@@ -101,9 +101,13 @@ bool_t ps_callback_1_svc(ps_callback_args *a, u_int *r, struct svc_req *rq)
 	u_int i;
 
 	*r = 0;
+	/* rpcgen's dispatcher sends nothing for FALSE: the refusal is answered here, at once,
+	 * or the caller would wait out its timeout */
 	if (!ps_callbacks_enabled || a->len > PS_CB_MAX || ensure_pattern(a->len) ||
-	    !(cb = svc_rdma_bc_create(rq->rq_xprt, PERF_CB_PROG, PERF_CB_V1)))
+	    !(cb = svc_rdma_bc_create(rq->rq_xprt, PERF_CB_PROG, PERF_CB_V1))) {
+		svcerr_systemerr(rq->rq_xprt);
 		return FALSE;
+	}
 	for (i = 0; i < a->count; i++) {
 		ps_data d = { a->len, pattern }, res = { 0, NULL };
 
