@@ -306,12 +306,15 @@ void rpcrdma__log_conn(int level, const char *what, const char *peer, const char
 
 	if (rpcrdma_log_level() < level)
 		return;
+	char credits[32] = "none granted yet";   /* a new connection: no reply has said */
+
 	rpcrdma_eng_stats(e, &st);
-	rpcrdma_log(level, "%s %s%s%s%s over %s: inline %u/%u bytes (send/receive), credits %llu; "
+	if (st.credits_granted)
+		snprintf(credits, sizeof(credits), "%llu", (unsigned long long)st.credits_granted);
+	rpcrdma_log(level, "%s %s%s%s%s over %s: inline %u/%u bytes (send/receive), credits %s; "
 		    "%llu calls, %llu replies", what, peer, why ? " (" : "", why ? why : "",
-		    why ? ")" : "", provider ? provider : "tcp",
-		    st.inline_send, st.inline_recv, (unsigned long long)st.credits_granted,
-		    (unsigned long long)st.calls, (unsigned long long)st.replies);
+		    why ? ")" : "", provider ? provider : "tcp", st.inline_send, st.inline_recv,
+		    credits, (unsigned long long)st.calls, (unsigned long long)st.replies);
 }
 
 /* ---- why a create call failed ---- */

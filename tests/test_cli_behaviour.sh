@@ -36,6 +36,14 @@ usage_error "'0'" serve --threads 0
 usage_error "--bogus" ping --bogus 127.0.0.1
 usage_error "--tcp-port" ping 127.0.0.1 --tirpc
 usage_error "'nope'" serve --tcp nope
+# getopt's own messages carry the command's name, as ours do; every unknown word is named
+usage_error "rpcrdma ping: unrecognized option '--bogus'" ping --bogus 127.0.0.1
+usage_error "rpcrdma perf: invalid option -- 'Z'" perf -Z
+usage_error "rpcrdma info: unknown option '--bogus'" info --bogus
+usage_error "rpcrdma decode: unknown option '--bogus'" decode --bogus
+usage_error "rpcrdma encode: unknown option '--bogus'" encode --json --bogus
+usage_error "rpcrdma version: unexpected argument 'x'" version x
+"$BIN" version --help | grep -q '^usage: rpcrdma version' || fail "version --help: $("$BIN" version --help)"
 
 # errors that say what happened
 says() {   # EXPECTED_TEXT ARGS...
@@ -252,6 +260,16 @@ FI_PROVIDER=nosuch "$BIN" info --json >"$out/info" || fail "info --json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["providers"] == [], d' \
 	"$out/info" || fail "info --json with nothing usable: $(cat "$out/info")"
 "$BIN" info --json | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "info --json is not one document"
+"$BIN" info --json | python3 -c 'import json,sys; p=json.load(sys.stdin)["providers"]; assert p and all("key_size_bytes" in x for x in p), p' ||
+	fail "info --json: sizes without their unit"
+# a perf that cannot connect prints no table, only why; --check says what it verified
+"$BIN" perf 127.0.0.1:1 --ops null --seconds 0.05 >"$out/perfref" 2>&1
+grep -q 'transport' "$out/perfref" && fail "perf printed its table before failing: $(cat "$out/perfref")"
+grep -q 'connection refused' "$out/perfref" || fail "perf to a closed port: $(cat "$out/perfref")"
+"$BIN" perf --ops read --sizes 4k --depths 1 --seconds 0.05 --check >"$out/perfchk" 2>&1 ||
+	fail "perf --check: $(cat "$out/perfchk")"
+grep -Eq '^--check: [1-9][0-9]* results verified byte for byte, 0 calls failed or wrong$' "$out/perfchk" ||
+	fail "perf --check does not say what it verified: $(tail -2 "$out/perfchk")"
 
 [ $rc -eq 0 ] && echo "cli behaviour: ok"
 exit $rc

@@ -14,6 +14,13 @@ static int bad(const char *cmd, const char *opt, const char *s, const char *why)
 	return -1;
 }
 
+int arg_unknown(const char *cmd, const char *arg)
+{
+	fprintf(stderr, "rpcrdma %s: %s '%s'\n", cmd,
+		arg[0] == '-' ? "unknown option" : "unexpected argument", arg);
+	return EXIT_USAGE;
+}
+
 int arg_uint(const char *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
 	     uint64_t *out)
 {

@@ -19,6 +19,8 @@ int cmd_ping(int argc, char **argv);
 int cmd_perf(int argc, char **argv);
 
 /* Checked option values (args.c): 0, or -1 after a message naming cmd, opt and s. */
+/* A word the command does not take: says so, returns EXIT_USAGE (print usage after). */
+int arg_unknown(const char *cmd, const char *arg);
 int arg_uint(const char *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
 	     uint64_t *out);
 int arg_double(const char *cmd, const char *opt, const char *s, double min, double max,

@@ -114,6 +114,7 @@ int cmd_decode(int argc, char **argv)
 			decode_usage(stdout);
 			return EXIT_OK;
 		} else if (argv[i][0] == '-' && argv[i][1] == '-') {
+			arg_unknown("decode", argv[i]);
 			decode_usage(stderr);
 			return EXIT_USAGE;
 		} else
@@ -122,6 +123,8 @@ int cmd_decode(int argc, char **argv)
 	if (pcap && !nhex && o.dir == RPCRDMA_DIR_ANY)
 		return cmd_decode_pcap(pcap, o.json, fields, o.body);
 	if (pcap || fields) {
+		fprintf(stderr, "rpcrdma decode: %s\n", pcap ? "--pcap takes no hex, --call or --reply" :
+				"--fields needs --pcap");
 		decode_usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -186,11 +189,13 @@ int cmd_encode(int argc, char **argv)
 		} else if (argv[i][0] != '-' && !path)
 			path = argv[i];
 		else {
+			arg_unknown("encode", argv[i]);
 			encode_usage(stderr);
 			return EXIT_USAGE;
 		}
 	}
 	if (!json) {
+		fputs("rpcrdma encode: --json is required (the only input form)\n", stderr);
 		encode_usage(stderr);
 		return EXIT_USAGE;
 	}

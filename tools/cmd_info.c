@@ -31,7 +31,7 @@ static void refine(struct rpcrdma_prov_caps *c, char *note, size_t len)
 static void print_json(const struct rpcrdma_prov_caps *c, const char *note)
 {
 	printf("{\"provider\":\"%s\",\"fabric\":\"%s\",\"endpoint\":\"%s\",\"rma\":true,"
-	       "\"key_size\":%u,\"provider_keys\":%s,\"virt_addr\":%s,\"write_send_ordered\":%s,"
+	       "\"key_size_bytes\":%u,\"provider_keys\":%s,\"virt_addr\":%s,\"write_send_ordered\":%s,"
 	       "\"access_enforced\":%s,\"iov_limit\":%u,\"rma_iov_limit\":%u,\"tx_depth\":%u,"
 	       "\"rx_depth\":%u,\"inject_size\":%zu,\"wait_fd\":%s,\"usable\":%s}",
 	       c->name, c->fabric, ep_type_name(c->ep_type), c->key_size,
@@ -65,6 +65,7 @@ int cmd_info(int argc, char **argv)
 			     "for RPC-over-RDMA and what each supports.");
 			return EXIT_OK;
 		} else {
+			arg_unknown("info", argv[i]);
 			fputs("usage: rpcrdma info [--json]\n", stderr);
 			return EXIT_USAGE;
 		}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* rpcrdma: one command-line tool, one subcommand per job. */
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -56,8 +57,25 @@ static int take_log_flags(int argc, char **argv)
 	return n;
 }
 
+static int version(int argc, char **argv)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		puts("usage: rpcrdma version\nPrints the version of the tool and of the library "
+		     "it runs with.");
+		return EXIT_OK;
+	}
+	if (argc > 1) {
+		arg_unknown("version", argv[1]);
+		fputs("usage: rpcrdma version\n", stderr);
+		return EXIT_USAGE;
+	}
+	printf("rpcrdma %s (library %s)\n", RPCRDMA_VERSION_STRING, rpcrdma_version());
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
+	static char self[32];
 	struct sigaction sa;
 	size_t i;
 
@@ -76,13 +94,15 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
-	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
-		printf("rpcrdma %s (library %s)\n", RPCRDMA_VERSION_STRING, rpcrdma_version());
-		return EXIT_OK;
-	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version"))
+		return version(argc - 1, argv + 1);
 	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-		if (!strcmp(argv[1], subcommands[i].name))
+		if (!strcmp(argv[1], subcommands[i].name)) {
+			/* getopt names argv[0] in its messages: "rpcrdma ping: ...", as ours do */
+			snprintf(self, sizeof(self), "rpcrdma %s", subcommands[i].name);
+			argv[1] = self;
 			return subcommands[i].run(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "rpcrdma: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return EXIT_USAGE;

@@ -646,13 +646,23 @@ static void print_header(const struct cfg *c)
 	if (!c->json && c->busy)
 		printf("busy: %d thread%s spinning in process %d while the figures are taken\n",
 		       c->busy, c->busy == 1 ? "" : "s", (int)c->busy_pid);
-	if (!c->json)
-		printf("%-10s %-5s %9s %5s %11s %9s %9s %9s %9s\n", "transport", "op", "bytes", "depth",
-		       "calls/s", "MB/s", "p50 us", "p99 us", "cpu s/GB");
+}
+
+/* The table's head goes with its first row: a run that fails to connect prints none. */
+static void print_table_head(void)
+{
+	static int done;
+
+	if (done++)
+		return;
+	printf("%-10s %-5s %9s %5s %11s %9s %9s %9s %9s\n", "transport", "op", "bytes", "depth",
+	       "calls/s", "MB/s", "p50 us", "p99 us", "cpu s/GB");
 }
 
 static void print_result(const struct cfg *c, const struct result *r)
 {
+	if (!c->json)
+		print_table_head();
 	if (c->json) {
 		printf("{\"transport\":\"%s\",\"op\":\"%s\",\"size\":%u,\"depth\":%d,\"calls_per_s\":%.0f,"
 		       "\"MBps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"cpu_s_per_GB\":%.2f",
@@ -865,7 +875,9 @@ static void usage(FILE *f)
 	      "                    [--idle N]\n"
 	      "                    [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
-	      "started) for each operation x size x calls in flight. Without HOST it starts\n"
+	      "started) for each operation x size x calls in flight, each figure measured for\n"
+	      "--seconds S (default 1; the run takes about S x the figures, twice that with\n"
+	      "--compare). Without HOST it starts\n"
 	      "`rpcrdma serve` in a child on loopback. --compare also runs each over ONC RPC/TCP\n"
 	      "(libtirpc; needs the server's --tcp port) and the raw provider ceiling\n"
 	      "(bench_prov), and prints ratios. --check verifies every payload. echo (not in\n"
@@ -1043,6 +1055,7 @@ int cmd_perf(int argc, char **argv)
 	struct result r, t;
 	struct raw raw;
 	int o, s, d, k = 0, total = 0, failed = 0, figures = 0, rc = EXIT_OK;
+	uint64_t verified = 0, bad_payloads = 0;
 
 	if (parse(argc, argv, &c)) {
 		usage(stderr);
@@ -1102,6 +1115,8 @@ int cmd_perf(int argc, char **argv)
 				print_result(&c, &r);
 				figures++;
 				failed += r.failed != 0;
+				verified += r.verified;
+				bad_payloads += r.failed;
 				if (stop_sig)
 					goto out;
 				if (c.compare && c.tcp_port) {
@@ -1111,6 +1126,8 @@ int cmd_perf(int argc, char **argv)
 					}
 					print_result(&c, &t);
 					figures++;
+					verified += t.verified;
+					bad_payloads += t.failed;
 					if (stop_sig)
 						goto out;
 					failed += t.failed != 0;
@@ -1145,6 +1162,9 @@ out:
 	else if (stop_sig)
 		printf("interrupted by %s after %d figures\n", stop_sig == SIGINT ? "SIGINT" : "SIGTERM",
 		       figures);
+	if (!c.json && c.check && figures)
+		printf("--check: %llu results verified byte for byte, %llu calls failed or wrong\n",
+		       (unsigned long long)verified, (unsigned long long)bad_payloads);
 	fflush(stdout);
 	if (c.svg && perf_svg_write(c.svg, c.provider, svg_rows, nsvg)) {
 		fprintf(stderr, "rpcrdma perf: cannot write %s\n", c.svg);
