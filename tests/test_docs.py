@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The documentation names only what exists, and its commands are accepted.
 
-For README.md, CHANGELOG.md and docs/*.md:
+For README.md, CHANGELOG.md and docs/*.md (the manual pages: see the end):
   - every relative link and every file path written in backquotes exists;
   - every function written as `name()` is defined or declared in our sources, or in the
     system headers we build against (libtirpc, libfabric, libc);
@@ -142,6 +142,58 @@ for doc in docs:
             for sc in re.findall(r"\bscripts/[\w.-]+\.sh\b", span):
                 if not os.access(sc, os.X_OK):
                     bad(doc, n, f"{sc} is missing or not executable")
+
+# The manual pages (man/*.scd): pages they cite exist (ours in man/, others are named
+# here), functions written in bold exist, the options each synopsis and description
+# gives a subcommand are in its --help, scdoc renders them with no formatting mark
+# left over, and the decode examples decode whole.
+words = set()   # functions, fields, constants: any identifier of ours or of those headers
+for top in ("include", "lib", "prov", "rpc", "internal", "tools", "examples"):
+    for root, _, files in os.walk(top):
+        for f in files:
+            if f.endswith((".c", ".h", ".x")):
+                words.update(re.findall(r"\b[A-Za-z_]\w*\b",
+                                        open(os.path.join(root, f), errors="replace").read()))
+for d in ("/usr/include/tirpc/rpc", "/usr/include/rdma", "/usr/include/infiniband"):
+    for f in (os.listdir(d) if os.path.isdir(d) else []):
+        if f.endswith(".h"):
+            words.update(re.findall(r"\b[A-Za-z_]\w*\b",
+                                    open(os.path.join(d, f), errors="replace").read()))
+elsewhere |= {"ibv_devices", "ibv_rc_pingpong", "ib_send_lat", "ib_read_bw", "ib_write_bw"}
+OTHER_PAGES = {"ping(8)", "rpcbind(8)", "rpcgen(1)", "rpcinfo(8)", "svc_run(3)", "tshark(1)",
+               "ibv_devices(1)", "rping(1)", "rdma(8)", "mount.nfs(8)", "nfs(5)"}
+pages = sorted(os.path.join("man", f) for f in os.listdir("man") if f.endswith(".scd"))
+ours_pages = {f[:-4].rsplit(".", 1)[0] + "(" + f[:-4].rsplit(".", 1)[1] + ")"
+              for f in os.listdir("man") if f.endswith(".scd")}
+for page in pages:
+    text = open(page).read()
+    for n, line in enumerate(text.splitlines(), 1):
+        for ref in re.findall(r"\*([\w.-]+)\*\((\d)\)", line):
+            name = f"{ref[0]}({ref[1]})"
+            if name not in ours_pages and name not in OTHER_PAGES:
+                bad(page, n, f"no manual page {name}")
+        for fn in re.findall(r"\*([a-z][a-z0-9]*_[a-z0-9_]+)\*", line):
+            if fn not in words and fn not in elsewhere:
+                bad(page, n, f"no function, field or constant {fn}")
+        m = re.search(r"\*rpcrdma ([a-z]+)\b(.*)", line)
+        if m and m.group(1) in ("decode", "encode", "info", "serve", "ping", "perf"):
+            helptext = help_of(m.group(1)) or ""
+            for opt in re.findall(r"\*(--[a-z][a-z-]*)\*", m.group(2)):
+                if opt not in helptext and opt != "--help":
+                    bad(page, n, f"rpcrdma {m.group(1)} has no option {opt}")
+        for hexmsg in re.findall(r"^rpcrdma decode ([0-9a-f]+)$", line):
+            r = subprocess.run([tool, "decode", hexmsg], capture_output=True, text=True)
+            if r.returncode or "truncated" in r.stdout:
+                bad(page, n, f"the decode example does not decode whole: {r.stdout.strip()}")
+    try:
+        out = subprocess.run(["scdoc"], input=text, capture_output=True, text=True)
+    except FileNotFoundError:
+        continue   # scdoc not installed: the pages are not built either
+    if out.returncode:
+        bad(page, 0, f"scdoc: {out.stderr.strip()}")
+    for left in re.findall(r"\S*(?:\\_|\b_[A-Z]+_\b|__)\S*", re.sub(r"\\f[BIRP]", "", out.stdout)):
+        bad(page, 0, f"formatting left in the rendered page: {left}")
+docs += pages
 
 for p in problems:
     print("FAIL:", p)
