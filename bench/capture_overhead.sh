@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ARGS=(--provider "$PROV" --ops null,read,write --sizes 4k,1m --depths 1,32 --seconds "$SECS" --json)
+ARGS=(--provider "$PROV" --ops null,read,write --sizes 4k,1m --depths 1,32 --seconds "$SECS" --json-lines)
 
 run() {   # run NAME BINARY [EXTRA...]
 	local name=$1 bin=$2

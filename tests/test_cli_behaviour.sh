@@ -78,13 +78,20 @@ prc=$?
 n=$(grep -c '^NULL reply' "$out/ping")
 grep -q 'ping statistics' "$out/ping" && [ "$prc" -eq 0 ] && [ "$n" -ge 3 ] ||
 	fail "ping stopped by SIGINT: exit $prc, $n replies, summary: $(grep -c statistics "$out/ping")"
+# --json: one document (json.load reads it whole); --json-lines: an object per line
 for count in 2 5; do
 	"$BIN" ping "127.0.0.1:$rport" -c "$count" -i 0 --json >"$out/pj" || fail "ping --json"
-	python3 - "$out/pj" "$count" <<'PY' || fail "ping -c $count: p99 wrong"
+	"$BIN" ping "127.0.0.1:$rport" -c "$count" -i 0 --json-lines >"$out/pjl" || fail "ping --json-lines"
+	python3 - "$out/pjl" "$count" <<'PY' || fail "ping --json-lines: not one object per line"
 import json, sys
 objs = [json.loads(l) for l in open(sys.argv[1])]
-times = sorted(o["time_us"] for o in objs if "time_us" in o)
-s = objs[-1]
+assert len(objs) == int(sys.argv[2]) + 1 and "host" in objs[-1], objs
+PY
+	python3 - "$out/pj" "$count" <<'PY' || fail "ping -c $count: p99 wrong"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+times = sorted(o["time_us"] for o in doc["results"] if "time_us" in o)
+s = doc["summary"]
 assert s["calls"] == int(sys.argv[2]) == len(times), s
 median = times[(len(times) - 1) // 2]
 assert median <= s["p99_us"] <= s["max_us"] == times[-1], (times, s)
@@ -138,8 +145,9 @@ spid=
 
 grep -q 'rpcrdma info: accepted a connection from 127.0.0.1' "$out/serve" ||
 	fail "serve -v logs no accepted connection"
-# serve --json
-"$BIN" serve --listen 127.0.0.1:0 --json >"$out/sj" 2>&1 &
+# serve --json-lines: the listening object at once, a report per SIGUSR1 and at exit;
+# serve --json: the same as one document, written at exit
+"$BIN" serve --listen 127.0.0.1:0 --json-lines >"$out/sj" 2>/dev/null &
 spid=$!
 for _ in $(seq 100); do grep -q '^{"listening"' "$out/sj" && break; sleep 0.1; done
 kill -USR1 "$spid"
@@ -147,19 +155,34 @@ sleep 0.3
 kill -TERM "$spid"
 wait "$spid"
 spid=
-python3 - "$out/sj" <<'PY' || fail "serve --json"
+python3 - "$out/sj" <<'PY' || fail "serve --json-lines"
 import json, sys
 objs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 assert "listening" in objs[0], objs[0]
 stats = [o for o in objs if "statistics" in o]
 assert [o["statistics"] for o in stats] == ["SIGUSR1", "exit"], stats
 assert all("connections" in o and "all" in o for o in stats)
-print("serve --json:", len(objs), "objects")
+print("serve --json-lines:", len(objs), "objects")
+PY
+"$BIN" serve --listen 127.0.0.1:0 --json >"$out/sjd" 2>/dev/null &
+spid=$!
+sleep 0.5
+kill -USR1 "$spid"
+sleep 0.3
+kill -TERM "$spid"
+wait "$spid"
+spid=
+python3 - "$out/sjd" <<'PY' || fail "serve --json: $(cat "$out/sjd")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["listening"]["rdma_port"] > 0, doc
+assert [o["statistics"] for o in doc["reports"]] == ["SIGUSR1", "exit"], doc
+print("serve --json: one document,", len(doc["reports"]), "reports")
 PY
 
 # perf interrupted: partial figures marked, its server stopped, exit 128 + signal
 for sig in TERM INT; do
-	"$BIN" perf --seconds 2 --ops null --depths 1,32 --json >"$out/perf" 2>&1 &
+	"$BIN" perf --seconds 2 --ops null --depths 1,32 --json >"$out/perf" 2>/dev/null &
 	ppid=$!
 	sleep 3
 	child=$(pgrep -P "$ppid" | head -1)
@@ -169,8 +192,8 @@ for sig in TERM INT; do
 	want=$([ $sig = TERM ] && echo 143 || echo 130)
 	[ "$prc" -eq "$want" ] || fail "perf on SIG$sig: exit $prc, wanted $want"
 	grep -q '"interrupted":true' "$out/perf" || fail "perf on SIG$sig: nothing marked interrupted"
-	grep -q '^{"run":' "$out/perf" || fail "perf --json: no run object"
-	grep -q '^{"summary":' "$out/perf" || fail "perf --json: no summary object"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["run"] and d["results"] and d["summary"]["interrupted"], d' \
+		"$out/perf" || fail "perf --json on SIG$sig: not one document with run, results and summary"
 	sleep 0.5
 	if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
 		fail "perf on SIG$sig left its server $child running"
@@ -239,7 +262,7 @@ wait "$ppid" || fail "ping over shm across an idle second: $(cat "$out/shmping")
 # that endpoint to take the sender's name, so the client rings while it waits). At
 # least 5 a second: released builds make ~170, ASan builds 17-21 here (a bound of 20
 # failed under ASan in a local CI run); a lost wake-up makes at most 1
-"$BIN" perf "127.0.0.1:$port" --provider shm --ops setup --seconds 0.5 --json >"$out/shmsetup" ||
+"$BIN" perf "127.0.0.1:$port" --provider shm --ops setup --seconds 0.5 --json-lines >"$out/shmsetup" ||
 	fail "perf --ops setup over shm"
 n=$(sed -n 's/.*"op":"setup".*"calls_per_s":\([0-9]*\).*/\1/p' "$out/shmsetup")
 echo "shm clients set up against a sleeping server: $n/s"

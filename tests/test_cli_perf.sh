@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # rpcrdma serve / ping / perf end to end: a server on loopback (RDMA over PROV, and ONC
-# RPC/TCP), ping, and a short `perf --json --check --compare` whose every result must have
+# RPC/TCP), ping, and a short `perf --json-lines --check --compare` whose every result must have
 # the documented shape, moved verified data and no failed call.
 # Usage: test_cli_perf.sh RPCRDMA_BIN PROV
 set -u
@@ -18,7 +18,7 @@ cat "$out/ping"
 grep -q '^3 calls, 3 replies, 0% lost' "$out/ping" || fail "ping summary"
 "$BIN" ping "127.0.0.1:$tport" --tirpc -c 2 -i 0 >/dev/null || fail "ping over TCP"
 "$BIN" perf "127.0.0.1:$rport" --provider "$PROV" --tcp-port "$tport" --seconds 0.1 \
-	--sizes 0,4k,1m --json --check --compare >"$out/perf" || fail "perf exit status"
+	--sizes 0,4k,1m --json-lines --check --compare >"$out/perf" || fail "perf exit status"
 cat "$out/perf"
 results=$(grep -c '^{"transport":"\(rdma\|tirpc\)/' "$out/perf")
 [ "$results" -eq 30 ] || fail "expected 30 results (15 per transport), got $results"
@@ -50,11 +50,11 @@ bpid=$(sed -n 's/^busy: 1 thread spinning in process \([0-9]*\) .*/\1/p' "$out/o
 [ -n "$bpid" ] || fail "perf --busy 1 did not say which process spins"
 ! kill -0 "$bpid" 2>/dev/null || fail "the --busy process $bpid outlived perf"
 grep -q '^rdma/[a-z]* *read' "$out/own" || fail "no figure with --busy"
-"$BIN" perf --provider "$PROV" --seconds 0.05 --ops setup --busy 2 --json >"$out/busyjson" ||
-	fail "perf --busy 2 --json"
+"$BIN" perf --provider "$PROV" --seconds 0.05 --ops setup --busy 2 --json-lines >"$out/busyjson" ||
+	fail "perf --busy 2 --json-lines"
 grep -q '"busy":2,"idle":0}}$' "$out/busyjson" || fail "the run object does not say busy 2"
 # idle connections: the server's memory and wake-ups, over RDMA and ONC RPC/TCP
-"$BIN" perf --provider "$PROV" --seconds 0.05 --ops null --depths 1 --idle 5 --compare --json \
+"$BIN" perf --provider "$PROV" --seconds 0.05 --ops null --depths 1 --idle 5 --compare --json-lines \
 	>"$out/idle" || fail "perf --idle 5"
 cat "$out/idle"
 idle='^{"idle":{"transport":"\(rdma/[a-z]*\|tirpc/tcp\)","connections":5,"opened":5,"server_rss_kib":[1-9][0-9]*,"base_rss_kib":[1-9][0-9]*,"kib_per_connection":-*[0-9]*,"fds_per_connection":[0-9.]*,"rss_after_kib":[1-9][0-9]*,"fds_after":[1-9][0-9]*,"base_fds":[1-9][0-9]*,"wakeups_per_s":[0-9.]*}}$'

@@ -35,6 +35,15 @@ void cli_catch(void (*fn)(int), int usr1, int restart);
  * {"error":"TEXT","command":"CMD"}, the text JSON-escaped. */
 void cli_json_error(const char *cmd, const char *text);
 
+/* --json of ping, serve and perf (json_doc.c): json_doc_args turns --json-lines into the
+ * command's --json and says whether --json asked for one document; between
+ * json_doc_begin and json_doc_end, standard output is held and then written as one
+ * object ({"run":...,"results":[...],"summary":...}). json_doc_end is safe to call
+ * when nothing was begun. */
+int json_doc_args(int argc, char **argv);
+void json_doc_begin(void);
+void json_doc_end(void);
+
 /* Hex: whitespace, ':' and a leading "0x" are ignored. Returns bytes or -1. */
 long hex_parse(const char *s, unsigned char *out, size_t cap);
 void hex_print(FILE *f, const unsigned char *p, size_t n);

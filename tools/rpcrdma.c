@@ -10,15 +10,16 @@ struct subcommand {
 	const char *name;
 	int (*run)(int argc, char **argv);
 	const char *summary;
+	int json_doc;   /* --json: one document of the run; --json-lines: its lines */
 };
 
 static const struct subcommand subcommands[] = {
-	{ "decode", cmd_decode, "decode RPC-over-RDMA messages from hex" },
-	{ "encode", cmd_encode, "encode RPC-over-RDMA messages from JSON" },
-	{ "info", cmd_info, "list the RDMA providers usable here" },
-	{ "serve", cmd_serve, "serve the built-in test program over RPC-over-RDMA" },
-	{ "ping", cmd_ping, "NULL RPC round trips to a serve" },
-	{ "perf", cmd_perf, "calls/s, MB/s and latency, against ONC RPC/TCP with --compare" },
+	{ "decode", cmd_decode, "decode RPC-over-RDMA messages from hex", 0 },
+	{ "encode", cmd_encode, "encode RPC-over-RDMA messages from JSON", 0 },
+	{ "info", cmd_info, "list the RDMA providers usable here", 0 },
+	{ "serve", cmd_serve, "serve the built-in test program over RPC-over-RDMA", 1 },
+	{ "ping", cmd_ping, "NULL RPC round trips to a serve", 1 },
+	{ "perf", cmd_perf, "calls/s, MB/s and latency, against ONC RPC/TCP with --compare", 1 },
 };
 
 static void usage(FILE *f)
@@ -98,10 +99,16 @@ int main(int argc, char **argv)
 		return version(argc - 1, argv + 1);
 	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 		if (!strcmp(argv[1], subcommands[i].name)) {
+			int rc, doc = subcommands[i].json_doc && json_doc_args(argc - 1, argv + 1);
+
 			/* getopt names argv[0] in its messages: "rpcrdma ping: ...", as ours do */
 			snprintf(self, sizeof(self), "rpcrdma %s", subcommands[i].name);
 			argv[1] = self;
-			return subcommands[i].run(argc - 1, argv + 1);
+			if (doc)
+				json_doc_begin();
+			rc = subcommands[i].run(argc - 1, argv + 1);
+			json_doc_end();
+			return rc;
 		}
 	fprintf(stderr, "rpcrdma: unknown command '%s'\n", argv[1]);
 	usage(stderr);

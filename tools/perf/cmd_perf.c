@@ -871,7 +871,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
 	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
-	      "                    [--compare] [--check] [--json] [--svg FILE] [--busy N]\n"
+	      "                    [--compare] [--check] [--json | --json-lines] [--svg FILE] [--busy N]\n"
 	      "                    [--idle N]\n"
 	      "                    [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
@@ -890,6 +890,8 @@ static void usage(FILE *f)
 	      "held idle while the server's RSS, descriptors and wake-ups per second are\n"
 	      "measured, and its RSS and descriptors after they close (with --compare, over\n"
 	      "ONC RPC/TCP too).\n"
+	      "--json: one document at the end, {\"run\":{...},\"results\":[...],\"ratios\":[...],\n"
+	      "\"summary\":{...}}; --json-lines: the same objects one per line, as they come.\n"
 	      PS_PCAP_USAGE
 	      "                       (the client's side; a server perf starts is not captured)\n",
 	      f);

@@ -29,13 +29,15 @@ static int cmp_d(const void *a, const void *b)
 
 static void usage(FILE *f)
 {
-	fputs("usage: rpcrdma ping HOST[:PORT] [-c COUNT] [-i SECONDS] [--json]\n"
+	fputs("usage: rpcrdma ping HOST[:PORT] [-c COUNT] [-i SECONDS] [--json | --json-lines]\n"
 	      "                    [--provider NAME [--callback] | --tirpc [--tcp-port PORT]]\n"
 	      "NULL RPC round trips to `rpcrdma serve` (port 20049 unless given), like ping(8):\n"
 	      "one line per reply until COUNT calls (default: until interrupted, ^C), then\n"
 	      "calls, replies, loss and min/avg/max/p99. --tirpc pings the server's ONC RPC/TCP\n"
-	      "port (serve --tcp PORT), given as HOST:PORT or --tcp-port. --json: one object\n"
-	      "per call and a summary object. Exit status 0 if every call was answered.\n"
+	      "port (serve --tcp PORT), given as HOST:PORT or --tcp-port. --json: one document\n"
+	      "at the end, {\"results\":[one object per call],\"summary\":{...}}; --json-lines:\n"
+	      "the same objects, one per line as they come. Exit status 0 if every call was\n"
+	      "answered.\n"
 	      "--callback: each round trip is a CALLBACK call during which the server calls\n"
 	      "this client back over the same connection (RFC 8167; `serve --callback`) with\n"
 	      "64 bytes that must come back whole.\n"

@@ -32,7 +32,7 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-static int json;   /* --json: the listening line and the statistics as JSON objects */
+static int json;   /* --json(-lines): the listening line and the statistics as JSON objects */
 static int json_conns;
 
 static void peer_text(const struct sockaddr *peer, char *addr, size_t cap)
@@ -155,6 +155,7 @@ static void *watcher(void *arg)
 		if (n <= 0 || sig != SIGUSR1) {
 			print_stats(json ? "exit" : "statistics at exit");
 			ps_pcap_stop();   /* _exit skips atexit: write the capture out first */
+			json_doc_end();   /* and the document of --json */
 			_exit(0);
 		}
 	}
@@ -170,7 +171,7 @@ static void *rdma_workers(void *arg)
 static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma serve [--provider tcp|shm|verbs|NAME] [--listen HOST:PORT]\n"
-	      "                     [--threads N] [--tcp PORT] [--callback] [--json]\n"
+	      "                     [--threads N] [--tcp PORT] [--callback] [--json | --json-lines]\n"
 	      "                     [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Serves the built-in test program (NULL, ECHO, READ by write chunk, WRITE by read\n"
 	      "chunk; long calls and replies) over RPC-over-RDMA; --tcp also over ONC RPC/TCP.\n"
@@ -180,7 +181,9 @@ static void usage(FILE *f)
 	      "connection (RFC 8167 backchannel; `ping --callback`); requests are then\n"
 	      "dispatched off the progress thread, which completes the backward calls.\n"
 	      "Port 20049 unless given (0: any). Statistics on SIGUSR1 and at exit (SIGINT,\n"
-	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready.\n"
+	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready. --json-lines: that\n"
+	      "and each report as a JSON object on a line of its own, as they come; --json: one\n"
+	      "document at exit, {\"listening\":{...},\"reports\":[...]}.\n"
 	      PS_PCAP_USAGE, f);
 }
 
