@@ -242,6 +242,10 @@ int rpcrdma__fab_msg_connect(struct fab_prov *fp, const char *host, uint16_t por
 		rc = rpcrdma__fab_map_err(fi_connect(e->ep, info->dest_addr, pdata, len));
 		if (!rc)
 			rc = msg_wait_connected(e, timeout_ms);
+		/* reached, then the handshake broke: something answers there that is not a
+		 * libfabric peer (a plain TCP service, a proxy), not an RDMA failure */
+		if (rc == -RPCRDMA_ERR_IO)
+			rc = -RPCRDMA_ERR_DISCONN;
 		if (rc)
 			rpcrdma__fab_ep_free(e);
 	}

@@ -838,11 +838,16 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 	rpcrdma__shm_reap();
 	if (park_blocks(port, &timeout_ms))
 		return -RPCRDMA_ERR_REFUSED;   /* as below: our request is still not taken */
+	rdm_listener_name(port, name, sizeof(name));
+	/* no region of that name: no listener, live or dead, so nobody could take a request
+	 * (as a TCP port with nothing bound refuses at once); a stale one is found out by
+	 * the wait below */
+	if (!rpcrdma__shm_name_exists(name))
+		return -RPCRDMA_ERR_REFUSED;
 	rc = rdm_new_ep(fp, &e);
 	if (rc)
 		return rc;
 	e->pending_port = port;
-	rdm_listener_name(port, name, sizeof(name));
 	rc = av_insert_name(e, name, strlen(name), &listener);
 	if (!rc) {
 		wd_watch_peer(e, name, strlen(name), 0);

@@ -120,6 +120,8 @@ int rpcrdma__prov_verbs_probe(struct rpcrdma_prov_caps *out, int max);
 
 /* shm_life.c: emulated connections over shm survive killed processes. */
 int rpcrdma__shm_name_claim(const char *name, int *lockfd);
+/* Whether a region of that name exists: a listener on that shm port, live or stale. */
+int rpcrdma__shm_name_exists(const char *name);
 void rpcrdma__shm_name_release(const char *name, int lockfd);
 void rpcrdma__shm_reap(void);
 int rpcrdma__pid_watch(uint32_t pid);

@@ -80,6 +80,15 @@ int rpcrdma__shm_name_claim(const char *name, int *lockfd)
 	return 0;
 }
 
+int rpcrdma__shm_name_exists(const char *name)
+{
+	char region[300];
+	struct stat st;
+
+	region_path(name, "", region, sizeof(region));
+	return region[0] && stat(region, &st) == 0;
+}
+
 void rpcrdma__shm_name_release(const char *name, int lockfd)
 {
 	char lock[300];

@@ -1621,7 +1621,7 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 	}
 	rc = connect_engine(ct, ct->opts.connect_timeout_ms);
 	if (rc) {
-		rpcrdma__create_err_conn(rc, "connect to", host, ct->opts.port,
+		rpcrdma__create_err_conn(rc, 0, ct->opts.provider, host, ct->opts.port,
 					 ct->opts.connect_timeout_ms);
 		rpcrdma_log(RPCRDMA_LOG_ERROR, "%s", rpcrdma_create_errtext());
 		connect_error(rc);

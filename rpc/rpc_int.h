@@ -77,8 +77,8 @@ void rpcrdma__log_conn(int level, const char *what, const char *peer, const char
 /* Sets (fmt NULL: clears) this thread's rpcrdma_create_errtext(). */
 void rpcrdma__create_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The text of a failed rpcrdma_connect/_listen toward host:port, for the user. */
-void rpcrdma__create_err_conn(int rc, const char *what, const char *host, unsigned port,
-			      int timeout_ms);
+void rpcrdma__create_err_conn(int rc, int listening, const char *provider, const char *host,
+			      unsigned port, int timeout_ms);
 
 /* cb_svc.c: a client's callback service (RFC 8167). send: answer backward call xid,
  * which came on connection gen, with the reply xdr (0, or a negative RPCRDMA_ERR_*). */

@@ -1333,7 +1333,7 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 	}
 	rc = listen_any(s, (uint16_t)port, &dual);
 	if (rc) {
-		rpcrdma__create_err_conn(rc, "listen on", s->opts.host, (unsigned)port, 0);
+		rpcrdma__create_err_conn(rc, 1, s->opts.provider, s->opts.host, (unsigned)port, 0);
 		goto out_prov;
 	}
 	s->xprt.xp_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

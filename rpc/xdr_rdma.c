@@ -4,6 +4,7 @@
  * plain xdr_bytes() anywhere else; and the process-wide table of upper-layer bindings. */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -356,27 +357,62 @@ static void create_err_memory(const char *what, const char *host, unsigned port)
 				    host, port);
 }
 
-void rpcrdma__create_err_conn(int rc, const char *what, const char *host, unsigned port,
-			      int timeout_ms)
+/* The provider says only that the address could not be used: tell an unknown name from
+ * an address that exists but is not usable here, as ping and rpcinfo do. */
+static void create_err_addr(const char *what, const char *host, unsigned port, int listening)
 {
+	struct addrinfo hints, *ai = NULL;
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	rc = strcmp(host, "*") ? getaddrinfo(host, NULL, &hints, &ai) : 0;
+	if (ai)
+		freeaddrinfo(ai);
+	if (rc)
+		rpcrdma__create_err("%s %s port %u: unknown host '%s' (%s)", what, host, port, host,
+				    gai_strerror(rc));
+	else if (listening)
+		rpcrdma__create_err("%s %s port %u: the port is in use, or the address is not one "
+				    "of this host's", what, host, port);
+	else
+		rpcrdma__create_err("%s %s port %u: the address cannot be reached from here over "
+				    "this provider (no route or no interface for it; soft-RoCE "
+				    "and real devices cannot use loopback)", what, host, port);
+}
+
+void rpcrdma__create_err_conn(int rc, int listening, const char *provider, const char *host,
+			      unsigned port, int timeout_ms)
+{
+	const char *what = listening ? "listen on" : "connect to";
+
 	host = host ? host : "*";
+	provider = provider ? provider : "tcp";
 	switch (-rc) {
 	case RPCRDMA_ERR_ADDR:
-		rpcrdma__create_err("%s %s port %u: the address or port cannot be used (unknown "
-				    "host, or the port is in use)", what, host, port);
+		create_err_addr(what, host, port, listening);
 		break;
 	case RPCRDMA_ERR_TIMEDOUT:
 		rpcrdma__create_err("%s %s port %u: no answer within %d ms; is an RPC-over-RDMA "
-				    "server (e.g. rpcrdma serve) listening there, over the same "
-				    "provider?", what, host, port, timeout_ms);
+				    "server (e.g. rpcrdma serve) listening there, over %s too?",
+				    what, host, port, timeout_ms, provider);
 		break;
 	case RPCRDMA_ERR_REFUSED:
 		rpcrdma__create_err("%s %s port %u: connection refused; nothing listens there "
-				    "(or not an RPC-over-RDMA server)", what, host, port);
+				    "over %s (no server, or one over another provider%s)", what,
+				    host, port, provider,
+				    strcmp(provider, "shm") ? "" : ": shm reaches this host's "
+				    "shm listeners only");
 		break;
 	case RPCRDMA_ERR_REJECTED:
 		rpcrdma__create_err("%s %s port %u: the server rejected the connection", what,
 				    host, port);
+		break;
+	case RPCRDMA_ERR_DISCONN:
+		rpcrdma__create_err("%s %s port %u: the connection was closed during the RDMA "
+				    "handshake: what answers there is not an RPC-over-RDMA server "
+				    "over %s (a plain TCP service, a proxy, or a server over another "
+				    "provider)", what, host, port, provider);
 		break;
 	case RPCRDMA_ERR_NOMEM:
 		create_err_memory(what, host, port);

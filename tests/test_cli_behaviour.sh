@@ -67,6 +67,16 @@ python3 -c 'import json,sys; o=json.loads(open(sys.argv[1]).read()); assert "ref
 start_server "$out/serve" "$BIN" serve --listen 127.0.0.1:0 --tcp 0 -v
 read -r rport tport <<<"$port"
 says "in use" serve --listen "127.0.0.1:$rport"
+# the real cause: an unknown name is not a port in use; a busy --tcp port is named with
+# its errno; an RDMA client at a plain TCP port hears the handshake break; an shm client
+# at a tcp-only server is refused at once and told about providers
+says "unknown host 'nosuchhost.invalid'" ping nosuchhost.invalid -c 1
+says "ONC RPC/TCP port $tport (--tcp): bind: Address already in use" serve --listen 127.0.0.1:0 --tcp "$tport"
+says "closed during the RDMA handshake" ping "127.0.0.1:$tport" -c 1
+t0=$(date +%s%N)
+says "nothing listens there over shm (no server, or one over another provider" ping "127.0.0.1:$rport" --provider shm -c 1
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ "$ms" -lt 3000 ] || fail "an shm client at a tcp-only server took $ms ms to be refused"
 
 # ping: until interrupted without -c, then the summary; p99 between median and max
 "$BIN" ping "127.0.0.1:$rport" -i 0.05 >"$out/ping" 2>&1 &

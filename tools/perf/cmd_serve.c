@@ -246,9 +246,8 @@ int cmd_serve(int argc, char **argv)
 			    threads == 1 && !ps_callbacks_enabled, &rport,
 			    &tport, NULL);
 	if (!listener) {
-		const char *why = rpcrdma_create_errtext();
+		const char *why = ps_serve_error();
 
-		why = why[0] ? why : "cannot serve the program over ONC RPC/TCP (--tcp)";
 		fprintf(stderr, "rpcrdma serve: %s\n", why);
 		if (json)
 			cli_json_error("serve", why);

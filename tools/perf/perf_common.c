@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The built-in service (PERF_PROG) and what serve, ping and perf share. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -226,14 +227,31 @@ int ps_parse_addr(const char *cmd, const char *s, char *host, size_t cap, uint16
 
 /* ---- serving ---- */
 
+static char serve_err[256];
+
+const char *ps_serve_error(void)
+{
+	return serve_err;
+}
+
+static SVCXPRT *tcp_fail(int s, int port, const char *what)
+{
+	snprintf(serve_err, sizeof(serve_err), "ONC RPC/TCP port %d (--tcp): %s: %s", port, what,
+		 strerror(errno));
+	if (s >= 0)
+		close(s);
+	return NULL;
+}
+
 static SVCXPRT *tcp_listener(const char *host, int port)
 {
 	struct sockaddr_in sin;
 	int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 	socklen_t len = sizeof(sin);
+	SVCXPRT *x;
 
 	if (s < 0)
-		return NULL;
+		return tcp_fail(s, port, "socket");
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((uint16_t)port);
@@ -241,12 +259,14 @@ static SVCXPRT *tcp_listener(const char *host, int port)
 	if (host && *host && inet_pton(AF_INET, host, &sin.sin_addr) != 1)
 		sin.sin_addr.s_addr = htonl(INADDR_ANY);
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s, (struct sockaddr *)&sin, sizeof(sin)) || listen(s, 64) ||
-	    getsockname(s, (struct sockaddr *)&sin, &len)) {
-		close(s);
-		return NULL;
-	}
-	return svctcp_create(s, 0, 0);
+	if (bind(s, (struct sockaddr *)&sin, sizeof(sin)))
+		return tcp_fail(s, port, "bind");
+	if (listen(s, 64) || getsockname(s, (struct sockaddr *)&sin, &len))
+		return tcp_fail(s, port, "listen");
+	x = svctcp_create(s, 0, 0);
+	if (!x)
+		return tcp_fail(s, port, "svctcp_create");
+	return x;
 }
 
 SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp_port,
@@ -261,14 +281,26 @@ SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp
 	o.host = host;
 	o.port = port ? port : RPCRDMA_PORT_ANY;
 	o.dispatch_inline = inline_dispatch;
+	serve_err[0] = '\0';
 	x = svc_rdma_create(&o);
-	if (!x || !svc_register(x, PERF_PROG, PERF_V1, perf_prog_1, 0))
+	if (!x) {
+		snprintf(serve_err, sizeof(serve_err), "%s", rpcrdma_create_errtext());
 		return NULL;
+	}
+	if (!svc_register(x, PERF_PROG, PERF_V1, perf_prog_1, 0)) {
+		snprintf(serve_err, sizeof(serve_err), "cannot register the program");
+		return NULL;
+	}
 	*rdma_port = svc_rdma_port(x);
 	if (tcp_port >= 0) {
 		t = tcp_listener(host, tcp_port);
-		if (!t || !svc_register(t, PERF_PROG, PERF_V1, perf_prog_1, 0))
+		if (!t)
 			return NULL;
+		if (!svc_register(t, PERF_PROG, PERF_V1, perf_prog_1, 0)) {
+			snprintf(serve_err, sizeof(serve_err), "cannot register the program over "
+				 "ONC RPC/TCP");
+			return NULL;
+		}
 		*tcp_out = t->xp_port;
 	}
 	if (tcp_xprt)

@@ -33,6 +33,8 @@ int ps_parse_addr(const char *cmd, const char *s, char *host, size_t cap, uint16
  * when tcp_port >= 0, over ONC RPC/TCP too (0: ephemeral). RDMA requests are dispatched on
  * the progress thread when inline_dispatch (the service is thread-safe). Returns the
  * listener; the ports are written to *rdma_port and *tcp_out. */
+/* Why the last ps_serve failed: the RDMA listener's reason, or the TCP port's with errno. */
+const char *ps_serve_error(void);
 SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp_port,
 		  int inline_dispatch, uint16_t *rdma_port, uint16_t *tcp_out, SVCXPRT **tcp_xprt);
 
