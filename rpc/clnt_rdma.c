@@ -33,6 +33,7 @@
 #define FLUSH_MS 1000
 #define VOID_REPLY_MAX (24 + 2 * MAX_AUTH_BYTES)
 #define SPIN_POLLS 20000
+#define DEF_RECONNECT_MS 5000   /* a server restarting is back within it; a gone one fails */
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 #define HK_IDLE_MS 1000
@@ -100,6 +101,7 @@ struct rdma_clnt {
 	uint64_t last_rx;            /* time anything was last received */
 	uint64_t now;                /* the clock as drive() last read it */
 	uint64_t next_connect;       /* no new connection before then */
+	uint64_t down_since;         /* the first failed attempt since the last connection */
 	unsigned backoff_ms;
 	int conn_errno;              /* why the last connection attempt failed, 0 if none */
 	uint64_t connects;           /* connections made, the first included */
@@ -634,6 +636,15 @@ static void clnt_log(struct rdma_clnt *ct, int level, const char *what)
 	rpcrdma__log_conn(level, what, peer, NULL, ct->opts.provider, ct->eng);
 }
 
+/* Attempts have failed for opts.reconnect_ms: the server is taken to be gone, and calls
+ * waiting for a connection fail now rather than at their timeout, as libtirpc's fail at
+ * once (docs/RPC.md). */
+static int gave_up(const struct rdma_clnt *ct, uint64_t now)
+{
+	return ct->down_since && !ct->eng && ct->opts.reconnect_ms >= 0 &&
+	       now - ct->down_since >= (uint64_t)ct->opts.reconnect_ms;
+}
+
 static int conn_up(struct rdma_clnt *ct, uint64_t now, int timeout_ms)
 {
 	int rc;
@@ -650,6 +661,8 @@ static int conn_up(struct rdma_clnt *ct, uint64_t now, int timeout_ms)
 		ct->ep = NULL;
 		ct->eng = NULL;
 		ct->conn_errno = conn_errno(rc);
+		if (!ct->down_since)
+			ct->down_since = now;
 		rpcrdma_log(RPCRDMA_LOG_WARN, "reconnecting to %s port %u: %s; next try in %u ms",
 			    ct->host, ct->opts.port, rpcrdma_strerror(rc), ct->backoff_ms);
 		ct->next_connect = rpcrdma__rpc_now() + ct->backoff_ms;
@@ -658,6 +671,7 @@ static int conn_up(struct rdma_clnt *ct, uint64_t now, int timeout_ms)
 		return rc;
 	}
 	ct->conn_errno = 0;
+	ct->down_since = 0;
 	ct->backoff_ms = BACKOFF_MIN_MS;
 	ct->next_connect = 0;
 	ct->connects++;
@@ -1088,7 +1102,7 @@ static enum clnt_stat wait_call(struct rdma_clnt *ct, struct ccall *call)
 	while (!call->done && ct->now < call->deadline) {
 		int none = drive(ct, WAIT_SLICE_MS, call->deadline);   /* reads ct->now */
 
-		if (none && ct->opts.no_reconnect && ct->connects)
+		if (none && ((ct->opts.no_reconnect && ct->connects) || gave_up(ct, ct->now)))
 			break;
 		between_slices(ct, none);
 	}
@@ -1142,6 +1156,8 @@ static enum clnt_stat do_call(struct rdma_clnt *ct, rpcproc_t proc, xdrproc_t xa
 		return stat;
 	}
 	call->deadline = now + (uint64_t)timeout_ms;
+	if (gave_up(ct, now))
+		ct->next_connect = 0;   /* a new call: one attempt at once, not the backoff */
 	if (ct->opts.no_reconnect && ct->connects && !conn_alive(ct)) {
 		stat = fail_stat(ct, RPC_CANTSEND, ECONNRESET);
 		pthread_mutex_unlock(&ct->lock);
@@ -1415,6 +1431,8 @@ int rpcrdma_clnt_call_async(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *a
 	pthread_mutex_lock(&ct->lock);
 	wait = ct->ids.timeout_ms >= 0 ? ct->ids.timeout_ms : DEF_TIMEOUT_MS;
 	call->deadline = rpcrdma__rpc_now() + (uint64_t)wait;
+	if (gave_up(ct, rpcrdma__rpc_now()))
+		ct->next_connect = 0;   /* as for a waiting call: one attempt at once */
 	calls_add(ct, call);
 	ct->async_pending++;
 	if (conn_alive(ct))
@@ -1440,14 +1458,16 @@ static void expire_async(struct rdma_clnt *ct, uint64_t now)
 
 	for (c = ct->head; c; c = next) {
 		next = c->next;
-		if (c->kind != CK_ASYNC || c->done || now < c->deadline)
+		enum clnt_stat stat = gave_up(ct, now) ? RPC_CANTSEND : RPC_TIMEDOUT;
+
+		if (c->kind != CK_ASYNC || c->done || (now < c->deadline && stat == RPC_TIMEDOUT))
 			continue;
 		if (c->ec)
 			release_engine_call(c);
 		calls_del(ct, c);
 		ct->async_pending--;
-		fail_stat(ct, RPC_TIMEDOUT, 0);
-		c->cb(c->cbctx, RPC_TIMEDOUT);
+		fail_stat(ct, stat, stat == RPC_CANTSEND ? ct->conn_errno : 0);
+		c->cb(c->cbctx, stat);
 		free_call(c);
 	}
 }
@@ -1515,6 +1535,8 @@ static void fill_defaults(struct rpcrdma_clnt_opts *o, const struct rpcrdma_clnt
 		o->connect_timeout_ms = DEF_CONNECT_MS;
 	if (!o->bc_credits)
 		o->bc_credits = DEF_BC_CREDITS;
+	if (!o->reconnect_ms)
+		o->reconnect_ms = DEF_RECONNECT_MS;
 }
 
 /* RFC 5666 §6.2: ask the server what it takes; adopt its inline size for our calls. */

@@ -40,7 +40,11 @@ struct rpcrdma_clnt_opts {
 				      libtirpc's TCP client does; 0: reconnect and send again */
 	uint32_t bc_credits;       /* backchannel (RFC 8167): calls from the server taken at
 				      once; 0: 4 */
-	uint32_t reserved32;
+	int reconnect_ms;          /* once a lost connection cannot be made again, how long
+				      attempts go on (backing off 50 ms to 2 s) before waiting
+				      calls fail at once with RPC_CANTSEND and the reason
+				      (ECONNREFUSED...); each later call then tries once. 0:
+				      5000; -1: each call tries until its own timeout */
 	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
 };
 

@@ -927,10 +927,31 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (!fgets(line, sizeof(line), stdin))
 			line[0] = 0;
-		st = cl ? raw_call(cl, RT_NULL, 3000) : RPC_FAILED;
-		CHECK(st == RPC_CANTRECV || st == RPC_CANTSEND);
-		printf("%s server gone: %s\n", mode, clnt_sperrno(st));
-		CHECK(raw_call(cl, RT_NULL, 3000) == RPC_CANTSEND);   /* and stays gone */
+		if (!strcmp(flag, "gone")) {
+			/* reconnecting: a stub's 25 s, but attempts that are refused for
+			 * reconnect_ms (5 s) fail the call then, with the reason; a later call
+			 * tries once, at once */
+			struct rpc_err e;
+			uint64_t t0 = now_ms(), t1;
+
+			st = cl ? raw_call(cl, RT_NULL, 25000) : RPC_FAILED;
+			t1 = now_ms();
+			clnt_geterr(cl, &e);
+			CHECK(st == RPC_CANTSEND && e.re_errno == ECONNREFUSED);
+			CHECK(t1 - t0 >= 4000 && t1 - t0 < 9000);
+			printf("%s server gone: %s (%s) after %llu ms of refused attempts\n", mode,
+			       clnt_sperrno(st), strerror(e.re_errno), (unsigned long long)(t1 - t0));
+			t0 = now_ms();
+			CHECK(raw_call(cl, RT_NULL, 25000) == RPC_CANTSEND);
+			CHECK(now_ms() - t0 < 1000);
+			printf("%s and the next call: refused in %llu ms\n", mode,
+			       (unsigned long long)(now_ms() - t0));
+		} else {
+			st = cl ? raw_call(cl, RT_NULL, 3000) : RPC_FAILED;
+			CHECK(st == RPC_CANTRECV || st == RPC_CANTSEND);
+			printf("%s server gone: %s\n", mode, clnt_sperrno(st));
+			CHECK(raw_call(cl, RT_NULL, 3000) == RPC_CANTSEND);   /* and stays gone */
+		}
 		if (cl)
 			clnt_destroy(cl);
 		printf("%d passed, %d failed\n", passed, failed);
