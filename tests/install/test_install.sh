@@ -5,7 +5,8 @@
 #  - a program built with pkg-config (librpcrdma-rpc) calls itself over RDMA;
 #  - a CMake project finds the package (find_package(rpcrdma)), links rpcrdma::core and
 #    rpcrdma::nfs3, shared and static, and runs;
-#  - the installed rpcrdma runs without LD_LIBRARY_PATH (its RPATH), and man finds its pages;
+#  - the installed rpcrdma runs without LD_LIBRARY_PATH (its RPATH), perf --compare finds
+#    bench_prov in libexec, and man finds its pages;
 #  - nothing test-only (the mock provider) and nothing of the build tree is installed.
 # Usage: test_install.sh BUILD_DIR SOURCE_DIR
 set -u
@@ -67,6 +68,13 @@ fi
 # the tool: found its libraries by itself
 if [ -x "$prefix/bin/rpcrdma" ]; then
 	env -u LD_LIBRARY_PATH "$prefix/bin/rpcrdma" --version || fail "the installed rpcrdma does not run"
+fi
+# perf --compare from the prefix finds bench_prov (libexec) for the raw ceiling
+if [ -x "$prefix/bin/rpcrdma" ]; then
+	env -u LD_LIBRARY_PATH "$prefix/bin/rpcrdma" perf --compare --ops null --depths 1 \
+		--seconds 0.05 >"$work/perf.log" 2>&1 || fail "perf --compare from the prefix: $(tail -3 "$work/perf.log")"
+	grep -q '^  raw: {"transport":"raw/' "$work/perf.log" ||
+		fail "perf --compare from the prefix has no raw ceiling: $(grep raw "$work/perf.log" | head -2)"
 fi
 # man pages, where the build made them
 if [ -d "$prefix/share/man" ]; then

@@ -712,18 +712,41 @@ static double json_num(const char *line, const char *key)
 	return p ? atof(p + strlen(key)) : 0;
 }
 
+#ifndef RPCRDMA_LIBEXEC_REL
+#define RPCRDMA_LIBEXEC_REL "../libexec/rpcrdma"
+#endif
+
+/* bench_prov: next to rpcrdma in a build tree, in PREFIX/libexec/rpcrdma once installed. */
+static int find_bench_prov(char *path, size_t len)
+{
+	char self[PATH_MAX], *dir;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return -1;
+	self[n] = 0;
+	dir = dirname(self);
+	snprintf(path, len, "%s/bench_prov", dir);
+	if (!access(path, X_OK))
+		return 0;
+	snprintf(path, len, "%s/" RPCRDMA_LIBEXEC_REL "/bench_prov", dir);
+	return access(path, X_OK);
+}
+
 static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *out)
 {
-	char self[PATH_MAX], cmd[PATH_MAX + 128], line[512];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char prog[PATH_MAX + 64], cmd[PATH_MAX + 192], line[512];
 	FILE *f;
 
 	memset(out, 0, sizeof(*out));
-	if (n <= 0)
+	if (find_bench_prov(prog, sizeof(prog))) {
+		if (!c->json)
+			printf("  raw: bench_prov is neither next to rpcrdma nor in "
+			       RPCRDMA_LIBEXEC_REL " from it: no raw ceiling\n");
 		return;
-	self[n] = 0;
-	snprintf(cmd, sizeof(cmd), "%s/bench_prov --provider %s --seconds %.2f --json 2>/dev/null",
-		 dirname(self), provider, c->secs);
+	}
+	snprintf(cmd, sizeof(cmd), "'%s' --provider %s --seconds %.2f --json 2>/dev/null", prog,
+		 provider, c->secs);
 	f = popen(cmd, "r");
 	if (!f)
 		return;
@@ -747,7 +770,7 @@ static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *o
 		out->have = 1;
 	}
 	if (pclose(f) != 0 && !out->have && !c->json)
-		printf("  raw: bench_prov not found next to rpcrdma: no raw ceiling\n");
+		printf("  raw: %s failed: no raw ceiling\n", prog);
 }
 
 /* READ results travel by RDMA Write, WRITE arguments by RDMA Read. */
