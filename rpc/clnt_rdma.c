@@ -74,6 +74,15 @@ struct ccall {
 	uint32_t nres;
 	xdrproc_t xres;
 	void *resp;
+	/* what encoded it, to marshal it again for a resend under RPCSEC_GSS */
+	rpcprog_t prog;
+	rpcvers_t vers;
+	rpcproc_t proc;
+	xdrproc_t xargs;
+	void *args;
+	uint32_t xid;
+	int ddp;
+	int sent;                        /* went out on a connection at least once */
 	rpcrdma_clnt_cb cb;              /* asynchronous calls */
 	void *cbctx;
 	struct rpc_err err;
@@ -322,7 +331,7 @@ static uint32_t reply_bound(const struct rdma_clnt *ct, const struct rpcrdma_ulb
 
 static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcprog_t prog,
 				  rpcvers_t vers, rpcproc_t proc, xdrproc_t xargs, void *args,
-				  int *ddp)
+				  int *ddp, uint32_t xid)
 {
 	struct rpc_msg msg;
 	u_int cap = 128 + 2 * MAX_AUTH_BYTES + (u_int)xdr_sizeof(xargs, args);
@@ -337,7 +346,7 @@ static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcp
 		call->buf_cap = cap;
 	}
 	memset(&msg, 0, sizeof(msg));
-	msg.rm_xid = rpcrdma__ids_next_xid(&ct->ids);
+	msg.rm_xid = xid ? xid : rpcrdma__ids_next_xid(&ct->ids);
 	msg.rm_direction = CALL;
 	msg.rm_call.cb_rpcvers = RPC_MSG_VERSION;
 	msg.rm_call.cb_prog = prog;
@@ -359,6 +368,7 @@ static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcp
 	call->a.xdr_len = rpcrdma__xdr_pos(&call->enc);
 	call->a.items = call->enc.items;
 	call->a.nitems = call->enc.nitems;
+	call->xid = (uint32_t)msg.rm_xid;
 	return RPC_SUCCESS;
 }
 
@@ -379,13 +389,18 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 	call->ct = ct;
 	call->kind = kind;
 	call->resp = res;
-	*stat = encode_call(ct, call, ct->ids.prog, ct->ids.vers, proc,
-			    b && b->xargs ? b->xargs : xargs, args, &ddp);
+	call->prog = ct->ids.prog;
+	call->vers = ct->ids.vers;
+	call->proc = proc;
+	call->xargs = b && b->xargs ? b->xargs : xargs;
+	call->args = args;
+	*stat = encode_call(ct, call, call->prog, call->vers, proc, call->xargs, args, &ddp, 0);
 	if (*stat != RPC_SUCCESS) {
 		free_call(call);
 		return NULL;
 	}
 	call->xres = b && b->xres && ddp ? b->xres : xres;
+	call->ddp = ddp;
 	if (ddp)
 		offer_results(call, b, args);
 	else if (kind != CK_DETACHED)
@@ -702,18 +717,40 @@ static void conn_down(struct rdma_clnt *ct)
 
 /* ---- sending ---- */
 
+/* RFC 2203 §5.3.3.1: a server keeps a window of the sequence numbers it has seen and
+ * refuses one seen before: Linux's knfsd drops the call without a word (the caller waits
+ * for ever), libtirpc's answers CTXPROBLEM (the call is then made again under a new XID,
+ * and may run twice). A call under RPCSEC_GSS sent again after a lost connection is
+ * therefore marshalled again, as Linux's client does: a new sequence number, its XID
+ * kept, so that a duplicate request cache still knows it. A detached call's arguments
+ * are gone by then: its bytes go again as they were. */
+static int remarshal(struct rdma_clnt *ct, struct ccall *call)
+{
+	int ddp = call->ddp;
+
+	if (!call->sent || call->kind == CK_DETACHED ||
+	    ct->cl.cl_auth->ah_cred.oa_flavor != RPCSEC_GSS)
+		return 0;
+	return encode_call(ct, call, call->prog, call->vers, call->proc, call->xargs, call->args,
+			   &ddp, call->xid) == RPC_SUCCESS && ddp == call->ddp ? 0 : -1;
+}
+
 static void submit(struct rdma_clnt *ct, struct ccall *call, uint64_t now)
 {
-	int rc = rpcrdma_eng_call(ct->eng, &call->a, call, now, &call->ec);
+	int rc = remarshal(ct, call) ? -RPCRDMA_ERR_INVAL :
+		 rpcrdma_eng_call(ct->eng, &call->a, call, now, &call->ec);
 
 	if (rc == -RPCRDMA_ERR_DISCONN) {
 		call->ec = NULL;   /* waits for the next connection */
 		return;
 	}
 	call->rx_mark = ct->answers;
-	if (!rc)
+	if (!rc) {
+		call->sent = 1;
 		return;
-	/* too long or too many items for this connection */
+	}
+	/* too long or too many items for this connection (or, sent again, no longer
+	 * encodable) */
 	call->ec = NULL;
 	call->done = 1;
 	call->status = rc;

@@ -104,5 +104,23 @@ for t in rdma-$R rdma-shm; do
 	fi
 done
 [ "$(grep -c '^gss .* 3 of 3 echoes' "$out/tcp.out")" -eq 3 ] || { echo "FAIL: tcp outcomes"; rc=1; }
+# sent again after a reconnect, the call under RPCSEC_GSS kept its XID and got a new
+# sequence number (RFC 2203 §5.3.3.1): in the capture, the first RT_SLEEP call's XID
+# twice, with two sequence numbers
+if command -v tshark >/dev/null; then
+	for t in rdma-$R rdma-shm; do
+		tshark -2 -o rpc.dissect_unknown_programs:TRUE -r "$out/$t.pcap" \
+			-Y 'rpc.msgtyp == 0 && rpc.program == 0x20049002 && rpc.procedure == 5' \
+			-T fields -e rpc.xid -e rpc.authgss.seqnum 2>/dev/null >"$out/$t.sleeps"
+		first=$(head -1 "$out/$t.sleeps" | cut -f1)
+		n=$(awk -F'\t' -v x="$first" '$1 == x' "$out/$t.sleeps" | wc -l)
+		u=$(awk -F'\t' -v x="$first" '$1 == x { print $2 }' "$out/$t.sleeps" | sort -u | wc -l)
+		echo "$t: the call sent again under RPCSEC_GSS: xid $first $n times, $u sequence numbers"
+		[ "$n" -ge 2 ] && [ "$u" -eq "$n" ] ||
+			{ echo "FAIL: $t: resent without a new sequence number: $(tr '\n' ' ' <"$out/$t.sleeps")"; rc=1; }
+	done
+else
+	echo "tshark not installed: the resent call's sequence numbers not checked"
+fi
 [ $rc -eq 0 ] && echo "RPCSEC_GSS (krb5, krb5i, krb5p): same outcomes over TCP and RDMA; nothing in clear under privacy"
 exit $rc
