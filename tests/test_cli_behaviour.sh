@@ -111,6 +111,17 @@ print("ping -c", sys.argv[2], "p99", s["p99_us"], "max", s["max_us"])
 PY
 done
 
+# ping -s: an ECHO of that many bytes each round trip, inline and through chunks, over
+# RDMA and ONC RPC/TCP, checked byte for byte
+for s in 100 1m; do
+	"$BIN" ping "127.0.0.1:$rport" -s "$s" -c 2 -i 0 >"$out/ps" || fail "ping -s $s: $(cat "$out/ps")"
+	grep -q "^ECHO reply: seq=2 bytes=$([ $s = 1m ] && echo 1048576 || echo 100) " "$out/ps" ||
+		fail "ping -s $s: $(cat "$out/ps")"
+done
+"$BIN" ping "127.0.0.1:$tport" --tirpc -s 3000 -c 2 -i 0 >"$out/ps" || fail "ping --tirpc -s 3000: $(cat "$out/ps")"
+usage_error "-s and --callback" ping 127.0.0.1 -s 100 --callback
+usage_error "'9z'" ping 127.0.0.1 -s 9z
+
 # the library's log: silent by default; RPCRDMA_LOG or -v turns it on, -q off again
 "$BIN" ping "127.0.0.1:$rport" -c 1 -i 0 >/dev/null 2>"$out/log0" || fail "ping"
 [ ! -s "$out/log0" ] || fail "the library is not silent by default: $(cat "$out/log0")"

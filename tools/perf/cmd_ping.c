@@ -29,7 +29,7 @@ static int cmp_d(const void *a, const void *b)
 
 static void usage(FILE *f)
 {
-	fputs("usage: rpcrdma ping HOST[:PORT] [-c COUNT] [-i SECONDS] [--json | --json-lines]\n"
+	fputs("usage: rpcrdma ping HOST[:PORT] [-c COUNT] [-i SECONDS] [-s BYTES] [--json | --json-lines]\n"
 	      "                    [--provider NAME [--callback] | --tirpc [--tcp-port PORT]]\n"
 	      "NULL RPC round trips to `rpcrdma serve` (port 20049 unless given), like ping(8):\n"
 	      "one line per reply until COUNT calls (default: until interrupted, ^C), then\n"
@@ -40,7 +40,8 @@ static void usage(FILE *f)
 	      "answered.\n"
 	      "--callback: each round trip is a CALLBACK call during which the server calls\n"
 	      "this client back over the same connection (RFC 8167; `serve --callback`) with\n"
-	      "64 bytes that must come back whole.\n"
+	      "64 bytes that must come back whole. -s BYTES (k, m suffixes; up to 16m): each\n"
+	      "round trip is an ECHO of that many bytes, checked byte for byte.\n"
 	      PS_PCAP_USAGE, f);
 }
 
@@ -72,6 +73,8 @@ struct ping_opts {
 	long count;   /* 0: until interrupted */
 	double interval;
 	int json, tcp_port, callback;
+	uint32_t size;      /* -s: bytes each round trip carries both ways (ECHO); 0: NULL */
+	char *payload;
 };
 
 static int parse(int argc, char **argv, struct ping_opts *o)
@@ -80,15 +83,20 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 		{ "provider", required_argument, 0, 'p' }, { "tirpc", no_argument, 0, 'T' },
 		{ "count", required_argument, 0, 'c' }, { "interval", required_argument, 0, 'i' },
 		{ "tcp-port", required_argument, 0, 't' }, { "json", no_argument, 0, 'j' },
-		{ "callback", no_argument, 0, 'B' },
+		{ "callback", no_argument, 0, 'B' }, { "size", required_argument, 0, 's' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	int c, has_port;
 	uint64_t v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:Tc:i:t:jBP:S:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:Tc:i:t:jBs:P:S:h", lo, NULL)) != -1) {
 		switch (c) {
+		case 's':
+			if (arg_size("ping", "-s", optarg, 16u << 20, &v))
+				return EXIT_USAGE;
+			o->size = (uint32_t)v;
+			break;
 		case 'B': o->callback = 1; break;
 		case 'p': o->provider = optarg; break;
 		case 'T': o->provider = NULL; break;
@@ -126,6 +134,12 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 	if (ps_parse_addr("ping", argv[optind], o->host, sizeof(o->host), &o->port, 0))
 		return EXIT_USAGE;
 	has_port = o->port != 0;
+	if (o->size && o->callback) {
+		fprintf(stderr, "rpcrdma ping: -s and --callback do not go together (a callback "
+				"carries 64 bytes)\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
 	if (!o->provider && o->callback) {
 		fprintf(stderr, "rpcrdma ping: --callback needs RDMA (ONC RPC/TCP has no "
 			"backchannel here)\n");
@@ -152,6 +166,8 @@ static void print_reply(const struct ping_opts *o, long seq, double dt, enum cln
 		printf("{\"seq\":%ld,\"time_us\":%.1f}\n", seq, dt);
 	else if (o->json)
 		printf("{\"seq\":%ld,\"error\":\"%s\"}\n", seq, clnt_sperrno(st));
+	else if (st == RPC_SUCCESS && o->size)
+		printf("ECHO reply: seq=%ld bytes=%u time=%.1f us\n", seq, o->size, dt);
 	else if (st == RPC_SUCCESS)
 		printf("%s reply: seq=%ld time=%.1f us\n", o->callback ? "CALLBACK" : "NULL", seq, dt);
 	else
@@ -167,8 +183,8 @@ static void print_summary(const struct ping_opts *o, long sent, long got, double
 	if (got)
 		qsort(rtt, (size_t)got, sizeof(*rtt), cmp_d);
 	if (o->json) {
-		printf("{\"host\":\"%s\",\"port\":%u,\"calls\":%ld,\"replies\":%ld,"
-		       "\"lost_pct\":%.1f%s", o->host, o->port, sent, got, lost,
+		printf("{\"host\":\"%s\",\"port\":%u,\"bytes\":%u,\"calls\":%ld,\"replies\":%ld,"
+		       "\"lost_pct\":%.1f%s", o->host, o->port, o->size, sent, got, lost,
 		       interrupted ? ",\"interrupted\":true" : "");
 		if (got)
 			printf(",\"min_us\":%.1f,\"avg_us\":%.1f,\"max_us\":%.1f,\"p99_us\":%.1f",
@@ -183,14 +199,31 @@ static void print_summary(const struct ping_opts *o, long sent, long got, double
 		       rtt[got - 1], percentile(rtt, (int)got, 99));
 }
 
-/* One round trip: a NULL call, or with --callback a CALLBACK call that the server
- * answers once its backward echo came back whole. */
+/* -s: the payload goes to the server and back (ECHO, inline or through chunks by its
+ * size) and must come back byte for byte. */
+static enum clnt_stat echo_trip(const struct ping_opts *o, CLIENT *cl, struct timeval tv)
+{
+	ps_data d = { o->size, o->payload }, r = { 0, NULL };
+	enum clnt_stat st = clnt_call(cl, PS_ECHO, (xdrproc_t)xdr_ps_data, (caddr_t)&d,
+				      (xdrproc_t)xdr_ps_data, (caddr_t)&r, tv);
+
+	if (st == RPC_SUCCESS && (r.ps_data_len != o->size || memcmp(r.ps_data_val, o->payload,
+								    o->size)))
+		st = RPC_CANTDECODERES;   /* it came back, but not as it went */
+	clnt_freeres(cl, (xdrproc_t)xdr_ps_data, (caddr_t)&r);
+	return st;
+}
+
+/* One round trip: a NULL call, an ECHO of -s bytes, or with --callback a CALLBACK call
+ * that the server answers once its backward echo came back whole. */
 static enum clnt_stat round_trip(const struct ping_opts *o, CLIENT *cl, struct timeval tv)
 {
 	ps_callback_args a = { 1, 64 };
 	u_int back = 0;
 	enum clnt_stat st;
 
+	if (o->size)
+		return echo_trip(o, cl, tv);
 	if (!o->callback)
 		return clnt_call(cl, PS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL,
 				 (xdrproc_t)(void (*)(void))xdr_void, NULL, tv);
@@ -217,17 +250,25 @@ int cmd_ping(int argc, char **argv)
 	double *rtt = NULL, sum = 0;
 	long sent = 0, got = 0, cap = 0;
 	CLIENT *cl;
+	uint32_t i;
 	int rc;
 
 	rc = parse(argc, argv, &o);
 	if (rc != EXIT_OK)
 		return rc;
-	if (o.pcap && ps_pcap_start(o.pcap, o.snaplen))
+	if (o.size && !(o.payload = malloc(o.size)))
 		return EXIT_FAIL;
+	for (i = 0; i < o.size; i++)
+		o.payload[i] = (char)ps_byte(i);
+	if (o.pcap && ps_pcap_start(o.pcap, o.snaplen)) {
+		free(o.payload);
+		return EXIT_FAIL;
+	}
 	cl = ps_client(o.provider, o.host, o.port);
 	if (!cl) {
 		ps_explain_create_error("ping", o.provider, o.host, o.port, o.json);
 		ps_pcap_stop();
+		free(o.payload);
 		return EXIT_FAIL;
 	}
 	if (o.callback && clnt_rdma_set_callback(cl, PERF_CB_PROG, PERF_CB_V1, perf_cb_prog_1)) {
@@ -236,14 +277,16 @@ int cmd_ping(int argc, char **argv)
 		auth_destroy(cl->cl_auth);
 		clnt_destroy(cl);
 		ps_pcap_stop();
+		free(o.payload);
 		return EXIT_FAIL;
 	}
 	/* ^C ends the run and the summary is still printed, as ping(8) does; no SA_RESTART,
 	 * so that a wait in progress returns at once */
 	cli_catch(on_interrupt, 0, 0);
 	if (!o.json)
-		printf("PING %s port %u over %s%s\n", o.host, o.port,
-		       o.provider ? "RDMA/" : "ONC RPC/TCP", o.provider ? o.provider : "");
+		printf("PING %s port %u over %s%s%s\n", o.host, o.port,
+		       o.provider ? "RDMA/" : "ONC RPC/TCP", o.provider ? o.provider : "",
+		       o.size ? ", ECHO of -s bytes" : "");
 	while (!interrupted && (!o.count || sent < o.count)) {
 		double t0 = now_us(), dt;
 		enum clnt_stat st = round_trip(&o, cl, tv);
@@ -272,6 +315,7 @@ int cmd_ping(int argc, char **argv)
 	}
 	print_summary(&o, sent, got, rtt, sum);
 	free(rtt);
+	free(o.payload);
 	auth_destroy(cl->cl_auth);
 	clnt_destroy(cl);
 	ps_pcap_stop();
