@@ -306,6 +306,19 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["providers
 "$BIN" info --json | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "info --json is not one document"
 "$BIN" info --json | python3 -c 'import json,sys; p=json.load(sys.stdin)["providers"]; assert p and all("key_size_bytes" in x for x in p), p' ||
 	fail "info --json: sizes without their unit"
+# perf --csv: a header and a row per figure, read by Python's csv module; the rest on stderr
+"$BIN" perf --ops null,read --sizes 4k --depths 1,2 --seconds 0.05 --check --csv >"$out/perfcsv" 2>"$out/perfcsv.err" ||
+	fail "perf --csv: $(cat "$out/perfcsv.err")"
+python3 - "$out/perfcsv" <<'PY' || fail "perf --csv: $(cat "$out/perfcsv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 4, rows
+assert all(r["transport"] == "rdma/tcp" and int(r["verified"]) > 0 and r["failed"] == "0" for r in rows), rows
+assert [r["op"] for r in rows] == ["null", "null", "read", "read"] and rows[2]["bytes"] == "4096", rows
+print("perf --csv:", len(rows), "rows")
+PY
+grep -q '^--check: ' "$out/perfcsv.err" || fail "perf --csv: the --check line is not on stderr"
+usage_error "--csv or --json" perf --csv --json
 # a perf that cannot connect prints no table, only why; --check says what it verified
 "$BIN" perf 127.0.0.1:1 --ops null --seconds 0.05 >"$out/perfref" 2>&1
 grep -q 'transport' "$out/perfref" && fail "perf printed its table before failing: $(cat "$out/perfref")"

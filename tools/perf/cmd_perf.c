@@ -41,6 +41,7 @@ struct cfg {
 	pid_t busy_pid;
 	double secs;
 	int json, compare, check;
+	int csv;           /* --csv: the figures as CSV on stdout, the rest as text on stderr */
 	unsigned ops;
 	uint32_t sizes[16];
 	int nsizes;
@@ -592,6 +593,12 @@ static int measure_idle(struct cfg *c, const char *provider, struct idle_result 
 	return 0;
 }
 
+/* Where the text that is no figure goes: stdout, or stderr beside --csv's figures. */
+static FILE *text_out(const struct cfg *c)
+{
+	return c->csv ? stderr : stdout;
+}
+
 static void print_idle(const struct cfg *c, const struct idle_result *r)
 {
 	long per = r->opened ? (r->rss_kib - r->base_kib) / r->opened : 0;
@@ -605,7 +612,7 @@ static void print_idle(const struct cfg *c, const struct idle_result *r)
 		       r->opened, r->rss_kib, r->base_kib, per, fds, r->after_kib, r->after_fds,
 		       r->base_fds, r->wakeups_s);
 	else
-		printf("%-10s idle  %d connections%s: server RSS %ld KiB (%ld before, %+ld KiB "
+		fprintf(text_out(c), "%-10s idle  %d connections%s: server RSS %ld KiB (%ld before, %+ld KiB "
 		       "each, %ld after they closed), %+.1f descriptors each (%ld after, %ld "
 		       "before), %.1f wakeups/s\n", r->transport, r->opened,
 		       r->opened < r->asked ? " (fewer than asked: a client failed)" : "", r->rss_kib,
@@ -644,7 +651,7 @@ static void print_header(const struct cfg *c)
 	if (c->json)
 		print_run(c);
 	if (!c->json && c->busy)
-		printf("busy: %d thread%s spinning in process %d while the figures are taken\n",
+		fprintf(text_out(c), "busy: %d thread%s spinning in process %d while the figures are taken\n",
 		       c->busy, c->busy == 1 ? "" : "s", (int)c->busy_pid);
 }
 
@@ -659,8 +666,31 @@ static void print_table_head(void)
 	       "calls/s", "MB/s", "p50 us", "p99 us", "cpu s/GB");
 }
 
+static void print_csv(const struct cfg *c, const struct result *r)
+{
+	static int head;
+
+	if (!head++)
+		printf("transport,op,bytes,depth,calls_per_s,MBps,p50_us,p99_us,cpu_s_per_GB,"
+		       "verified,failed,first_us,interrupted\n");
+	printf("%s,%s,%u,%d,%.0f,%.1f,%.1f,%.1f,%.2f,", r->transport, op_names[r->op], r->size,
+	       r->depth, r->calls_s, r->mbps, r->p50, r->p99, r->cpu_gb);
+	if (c->check)
+		printf("%llu,%llu,", (unsigned long long)r->verified, (unsigned long long)r->failed);
+	else
+		printf(",,");
+	if (r->op == OP_SETUP)
+		printf("%.1f", r->first_us);
+	printf(",%d\n", stop_sig != 0);
+}
+
 static void print_result(const struct cfg *c, const struct result *r)
 {
+	if (c->csv) {
+		print_csv(c, r);
+		fflush(stdout);
+		return;
+	}
 	if (!c->json)
 		print_table_head();
 	if (c->json) {
@@ -695,7 +725,7 @@ static void print_ratio(const struct cfg *c, const struct result *a, const struc
 		       "\"value\":%.2f}\n", a->transport, b->transport, op_names[a->op], a->size,
 		       a->depth, what, x / y);
 	else
-		printf("  %s vs %s: %.2fx %s\n", a->transport, b->transport, x / y, what);
+		fprintf(text_out(c), "  %s vs %s: %.2fx %s\n", a->transport, b->transport, x / y, what);
 }
 
 /* ---- the raw ceiling: bench_prov's figures ---- */
@@ -741,8 +771,8 @@ static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *o
 	memset(out, 0, sizeof(*out));
 	if (find_bench_prov(prog, sizeof(prog))) {
 		if (!c->json)
-			printf("  raw: bench_prov is neither next to rpcrdma nor in "
-			       RPCRDMA_LIBEXEC_REL " from it: no raw ceiling\n");
+			fprintf(text_out(c), "  raw: bench_prov is neither next to rpcrdma nor in "
+				RPCRDMA_LIBEXEC_REL " from it: no raw ceiling\n");
 		return;
 	}
 	snprintf(cmd, sizeof(cmd), "'%s' --provider %s --seconds %.2f --json 2>/dev/null", prog,
@@ -754,7 +784,7 @@ static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *o
 		int big = strstr(line, "\"size\":1048576") != NULL;
 
 		if (!c->json)
-			printf("  raw: %s", line);
+			fprintf(text_out(c), "  raw: %s", line);
 		else
 			fputs(line, stdout);
 		if (strstr(line, "rpc_pattern"))
@@ -770,7 +800,7 @@ static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *o
 		out->have = 1;
 	}
 	if (pclose(f) != 0 && !out->have && !c->json)
-		printf("  raw: %s failed: no raw ceiling\n", prog);
+		fprintf(text_out(c), "  raw: %s failed: no raw ceiling\n", prog);
 }
 
 /* READ results travel by RDMA Write, WRITE arguments by RDMA Read. */
@@ -894,8 +924,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
 	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
-	      "                    [--compare] [--check] [--json | --json-lines] [--svg FILE] [--busy N]\n"
-	      "                    [--idle N]\n"
+	      "                    [--compare] [--check] [--json | --json-lines | --csv] [--svg FILE]\n"
+	      "                    [--busy N] [--idle N]\n"
 	      "                    [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
 	      "started) for each operation x size x calls in flight, each figure measured for\n"
@@ -915,6 +945,8 @@ static void usage(FILE *f)
 	      "ONC RPC/TCP too).\n"
 	      "--json: one document at the end, {\"run\":{...},\"results\":[...],\"ratios\":[...],\n"
 	      "\"summary\":{...}}; --json-lines: the same objects one per line, as they come.\n"
+	      "--csv: a header and a row per figure on stdout (ratios, raw ceiling, idle\n"
+	      "figures and the summary as text on stderr).\n"
 	      PS_PCAP_USAGE
 	      "                       (the client's side; a server perf starts is not captured)\n",
 	      f);
@@ -928,6 +960,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 		{ "sizes", required_argument, 0, 'z' }, { "depths", required_argument, 0, 'd' },
 		{ "compare", no_argument, 0, 'C' }, { "check", no_argument, 0, 'k' },
 		{ "json", no_argument, 0, 'j' }, { "svg", required_argument, 0, 'G' },
+		{ "csv", no_argument, 0, 'V' },
 		{ "busy", required_argument, 0, 'B' }, { "idle", required_argument, 0, 'I' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
@@ -937,7 +970,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 	int ch, i;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjG:B:I:P:S:h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjVG:B:I:P:S:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'G': c->svg = optarg; break;
 		case 'B':
@@ -977,6 +1010,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 		case 'C': c->compare = 1; break;
 		case 'k': c->check = 1; break;
 		case 'j': c->json = 1; break;
+		case 'V': c->csv = 1; break;
 		case 'P': c->pcap = optarg; break;
 		case 'S':
 			if (arg_uint("perf", "--pcap-snaplen", optarg, 0, UINT32_MAX, &v))
@@ -989,6 +1023,10 @@ static int parse(int argc, char **argv, struct cfg *c)
 	}
 	if (optind < argc - 1) {
 		fprintf(stderr, "rpcrdma perf: one host only ('%s')\n", argv[optind + 1]);
+		return -1;
+	}
+	if (c->csv && c->json) {
+		fprintf(stderr, "rpcrdma perf: --csv or --json, not both\n");
 		return -1;
 	}
 	if (c->idle && optind == argc - 1) {
@@ -1185,11 +1223,12 @@ out:
 		printf("{\"summary\":{\"figures\":%d,\"failed\":%d,\"interrupted\":%s}}\n", figures,
 		       failed, stop_sig ? "true" : "false");
 	else if (stop_sig)
-		printf("interrupted by %s after %d figures\n", stop_sig == SIGINT ? "SIGINT" : "SIGTERM",
-		       figures);
+		fprintf(text_out(&c), "interrupted by %s after %d figures\n",
+			stop_sig == SIGINT ? "SIGINT" : "SIGTERM", figures);
 	if (!c.json && c.check && figures)
-		printf("--check: %llu results verified byte for byte, %llu calls failed or wrong\n",
-		       (unsigned long long)verified, (unsigned long long)bad_payloads);
+		fprintf(text_out(&c), "--check: %llu results verified byte for byte, %llu calls "
+			"failed or wrong\n", (unsigned long long)verified,
+			(unsigned long long)bad_payloads);
 	fflush(stdout);
 	if (c.svg && perf_svg_write(c.svg, c.provider, svg_rows, nsvg)) {
 		fprintf(stderr, "rpcrdma perf: cannot write %s\n", c.svg);
