@@ -315,8 +315,24 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 assert len(rows) == 4, rows
 assert all(r["transport"] == "rdma/tcp" and int(r["verified"]) > 0 and r["failed"] == "0" for r in rows), rows
 assert [r["op"] for r in rows] == ["null", "null", "read", "read"] and rows[2]["bytes"] == "4096", rows
+assert all(r["connections"] == "1" for r in rows), rows
 print("perf --csv:", len(rows), "rows")
 PY
+# perf -P: several connections at once, every payload checked, over RDMA and ONC RPC/TCP
+start_server "$out/pserve" "$BIN" serve --listen 127.0.0.1:0 --tcp 0
+read -r prport ptport <<<"$port"
+"$BIN" perf "127.0.0.1:$prport" --tcp-port "$ptport" --compare --ops null,write --sizes 4k --depths 1,4 -P 3 \
+	--seconds 0.05 --check --csv >"$out/perfp" 2>"$out/perfp.err" || fail "perf -P 3: $(cat "$out/perfp.err")"
+python3 - "$out/perfp" <<'PY' || fail "perf -P 3: $(cat "$out/perfp")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 8 and {r["transport"] for r in rows} == {"rdma/tcp", "tirpc/tcp"}, rows
+assert all(r["connections"] == "3" and int(r["verified"]) > 0 and r["failed"] == "0" for r in rows), rows
+print("perf -P 3:", len(rows), "rows, every payload verified")
+PY
+kill -TERM "$spid"
+wait "$spid"
+spid=
 grep -q '^--check: ' "$out/perfcsv.err" || fail "perf --csv: the --check line is not on stderr"
 usage_error "--csv or --json" perf --csv --json
 # a perf that cannot connect prints no table, only why; --check says what it verified

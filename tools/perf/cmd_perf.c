@@ -42,6 +42,7 @@ struct cfg {
 	double secs;
 	int json, compare, check;
 	int csv;           /* --csv: the figures as CSV on stdout, the rest as text on stderr */
+	int parallel;      /* -P N: connections at once, each with the depth's calls */
 	unsigned ops;
 	uint32_t sizes[16];
 	int nsizes;
@@ -61,6 +62,7 @@ struct result {
 	int op;
 	uint32_t size;
 	int depth;
+	int conns;         /* connections the figure used at once (-P) */
 	double calls_s, mbps, p50, p99, cpu_gb;
 	double first_us;   /* setup: the first client of the figure */
 	uint64_t calls, verified, failed;
@@ -380,14 +382,37 @@ static int measure_setup(struct cfg *c, const char *provider, struct result *r)
 	return 0;
 }
 
-/* Run op/size/depth over RDMA (provider) or ONC RPC/TCP (provider NULL). */
+/* -P: the slots of one RDMA connection, driven by a thread of their own. */
+struct conn_run {
+	struct slot *sl;
+	int n;
+};
+
+static void *async_loop(void *arg)
+{
+	struct conn_run *cr = arg;
+	int i;
+
+	for (i = 0; i < cr->n; i++)
+		call_async(&cr->sl[i]);
+	while (rpcrdma_clnt_progress(cr->sl[0].cl, 100) > 0)
+		;
+	return NULL;
+}
+
+/* Run op/size/depth over RDMA (provider) or ONC RPC/TCP (provider NULL), on c->parallel
+ * connections at once: over RDMA each carries depth asynchronous calls (one thread per
+ * connection); libtirpc has none, so there each call in flight is a thread with a
+ * connection of its own. */
 static int measure(struct cfg *c, const char *provider, int op, uint32_t size, int depth,
 		   struct result *r)
 {
-	struct slot *sl = calloc((size_t)depth, sizeof(*sl));
-	pthread_t *th = calloc((size_t)depth, sizeof(*th));
-	int i, nclients = provider ? 1 : depth;
-	CLIENT *cls[64] = { 0 };
+	int i, conns = c->parallel, nslots = depth * conns;
+	int nclients = provider ? conns : nslots;
+	struct slot *sl = calloc((size_t)nslots, sizeof(*sl));
+	pthread_t *th = calloc((size_t)(nslots > conns ? nslots : conns), sizeof(*th));
+	CLIENT **cls = calloc((size_t)nclients, sizeof(*cls));
+	struct conn_run *runs = calloc((size_t)conns, sizeof(*runs));
 	double t0, cpu0, end;
 
 	memset(r, 0, sizeof(*r));
@@ -396,16 +421,25 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 	r->op = op;
 	r->size = size;
 	r->depth = depth;
-	if (op == OP_SETUP) {
+	r->conns = op == OP_SETUP ? 1 : conns;
+	if (op == OP_SETUP || !sl || !th || !cls || !runs) {
 		free(sl);
 		free(th);
-		return measure_setup(c, provider, r);
+		free(cls);
+		free(runs);
+		return op == OP_SETUP ? measure_setup(c, provider, r) : -1;
 	}
 	for (i = 0; i < nclients; i++) {
 		cls[i] = ps_client(provider, c->host, provider ? c->port : c->tcp_port);
 		if (!cls[i]) {
 			ps_explain_create_error("perf", provider, c->host,
 						provider ? c->port : c->tcp_port, c->json);
+			while (i--)
+				clnt_destroy(cls[i]);
+			free(sl);
+			free(th);
+			free(cls);
+			free(runs);
 			return -1;
 		}
 	}
@@ -419,39 +453,46 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 	t0 = now_s();
 	end = t0 + c->secs;
 	cpu0 = cpu_now(c->child);
-	for (i = 0; i < depth; i++) {
+	for (i = 0; i < nslots; i++) {
 		sl[i].c = c;
-		sl[i].cl = cls[provider ? 0 : i];
+		sl[i].cl = cls[provider ? i / depth : i];
 		sl[i].op = op;
 		sl[i].size = size;
 		sl[i].end = end;
-		sl[i].cap = 4000000 / (uint64_t)depth + 16;
+		sl[i].cap = 4000000 / (uint64_t)nslots + 16;
 		sl[i].lat = malloc(sizeof(double) * sl[i].cap);
 		if (provider && op == OP_READ)
 			sl[i].buf = malloc(size ? size : 1);
 	}
 	if (!provider || depth == 1) {
 		/* libtirpc has no asynchronous calls: one thread and one connection each */
-		for (i = 1; i < depth; i++)
+		for (i = 1; i < nslots; i++)
 			pthread_create(&th[i], NULL, sync_loop, &sl[i]);
 		sync_loop(&sl[0]);
-		for (i = 1; i < depth; i++)
+		for (i = 1; i < nslots; i++)
 			pthread_join(th[i], NULL);
 	} else {
-		for (i = 0; i < depth; i++)
-			call_async(&sl[i]);
-		while (rpcrdma_clnt_progress(cls[0], 100) > 0)
-			;
+		for (i = 0; i < conns; i++) {
+			runs[i].sl = &sl[i * depth];
+			runs[i].n = depth;
+		}
+		for (i = 1; i < conns; i++)
+			pthread_create(&th[i], NULL, async_loop, &runs[i]);
+		async_loop(&runs[0]);
+		for (i = 1; i < conns; i++)
+			pthread_join(th[i], NULL);
 	}
-	summarise(r, sl, depth, now_s() - t0, cpu_now(c->child) - cpu0);
+	summarise(r, sl, nslots, now_s() - t0, cpu_now(c->child) - cpu0);
 	for (i = 0; i < nclients; i++)
 		clnt_destroy(cls[i]);
-	for (i = 0; i < depth; i++) {
+	for (i = 0; i < nslots; i++) {
 		free(sl[i].lat);
 		free(sl[i].buf);
 	}
 	free(sl);
 	free(th);
+	free(cls);
+	free(runs);
 	return 0;
 }
 
@@ -642,8 +683,9 @@ static void print_run(const struct cfg *c)
 	printf("],\"depths\":[");
 	for (i = 0; i < c->ndepths; i++)
 		printf("%s%d", i ? "," : "", c->depths[i]);
-	printf("],\"compare\":%s,\"check\":%s,\"busy\":%d,\"idle\":%d}}\n",
-	       c->compare ? "true" : "false", c->check ? "true" : "false", c->busy, c->idle);
+	printf("],\"compare\":%s,\"check\":%s,\"parallel\":%d,\"busy\":%d,\"idle\":%d}}\n",
+	       c->compare ? "true" : "false", c->check ? "true" : "false", c->parallel, c->busy,
+	       c->idle);
 }
 
 static void print_header(const struct cfg *c)
@@ -671,10 +713,10 @@ static void print_csv(const struct cfg *c, const struct result *r)
 	static int head;
 
 	if (!head++)
-		printf("transport,op,bytes,depth,calls_per_s,MBps,p50_us,p99_us,cpu_s_per_GB,"
-		       "verified,failed,first_us,interrupted\n");
-	printf("%s,%s,%u,%d,%.0f,%.1f,%.1f,%.1f,%.2f,", r->transport, op_names[r->op], r->size,
-	       r->depth, r->calls_s, r->mbps, r->p50, r->p99, r->cpu_gb);
+		printf("transport,op,bytes,depth,connections,calls_per_s,MBps,p50_us,p99_us,"
+		       "cpu_s_per_GB,verified,failed,first_us,interrupted\n");
+	printf("%s,%s,%u,%d,%d,%.0f,%.1f,%.1f,%.1f,%.2f,", r->transport, op_names[r->op], r->size,
+	       r->depth, r->conns, r->calls_s, r->mbps, r->p50, r->p99, r->cpu_gb);
 	if (c->check)
 		printf("%llu,%llu,", (unsigned long long)r->verified, (unsigned long long)r->failed);
 	else
@@ -703,6 +745,8 @@ static void print_result(const struct cfg *c, const struct result *r)
 			       (unsigned long long)r->failed);
 		if (r->op == OP_SETUP)
 			printf(",\"first_us\":%.1f", r->first_us);
+		if (r->conns > 1)
+			printf(",\"connections\":%d", r->conns);
 		printf("%s}\n", stop_sig ? ",\"interrupted\":true" : "");
 	} else {
 		printf("%-10s %-5s %9u %5d %11.0f %9.1f %9.1f %9.1f %9.2f", r->transport,
@@ -710,6 +754,8 @@ static void print_result(const struct cfg *c, const struct result *r)
 		       r->cpu_gb);
 		if (r->op == OP_SETUP)
 			printf("  (first %.0f us)", r->first_us);
+		if (r->conns > 1)
+			printf("  (%d connections)", r->conns);
 		printf("%s%s\n", r->failed ? "  FAILED CALLS" : "", stop_sig ? "  (interrupted)" : "");
 	}
 	fflush(stdout);
@@ -925,7 +971,7 @@ static void usage(FILE *f)
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
 	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
 	      "                    [--compare] [--check] [--json | --json-lines | --csv] [--svg FILE]\n"
-	      "                    [--busy N] [--idle N]\n"
+	      "                    [-P N] [--busy N] [--idle N]\n"
 	      "                    [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
 	      "started) for each operation x size x calls in flight, each figure measured for\n"
@@ -945,6 +991,8 @@ static void usage(FILE *f)
 	      "ONC RPC/TCP too).\n"
 	      "--json: one document at the end, {\"run\":{...},\"results\":[...],\"ratios\":[...],\n"
 	      "\"summary\":{...}}; --json-lines: the same objects one per line, as they come.\n"
+	      "-P N (--parallel): N connections at once, each with the depth's calls in flight\n"
+	      "(ONC RPC/TCP: depth x N connections of one call each).\n"
 	      "--csv: a header and a row per figure on stdout (ratios, raw ceiling, idle\n"
 	      "figures and the summary as text on stderr).\n"
 	      PS_PCAP_USAGE
@@ -960,7 +1008,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 		{ "sizes", required_argument, 0, 'z' }, { "depths", required_argument, 0, 'd' },
 		{ "compare", no_argument, 0, 'C' }, { "check", no_argument, 0, 'k' },
 		{ "json", no_argument, 0, 'j' }, { "svg", required_argument, 0, 'G' },
-		{ "csv", no_argument, 0, 'V' },
+		{ "csv", no_argument, 0, 'V' }, { "parallel", required_argument, 0, 'P' },
 		{ "busy", required_argument, 0, 'B' }, { "idle", required_argument, 0, 'I' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
@@ -970,7 +1018,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 	int ch, i;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjVG:B:I:P:S:h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjVG:B:I:P:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'G': c->svg = optarg; break;
 		case 'B':
@@ -1011,8 +1059,13 @@ static int parse(int argc, char **argv, struct cfg *c)
 		case 'k': c->check = 1; break;
 		case 'j': c->json = 1; break;
 		case 'V': c->csv = 1; break;
-		case 'P': c->pcap = optarg; break;
-		case 'S':
+		case 'P':
+			if (arg_uint("perf", "-P", optarg, 1, 64, &v))
+				return -1;
+			c->parallel = (int)v;
+			break;
+		case PS_OPT_PCAP: c->pcap = optarg; break;
+		case PS_OPT_SNAPLEN:
 			if (arg_uint("perf", "--pcap-snaplen", optarg, 0, UINT32_MAX, &v))
 				return -1;
 			c->snaplen = (uint32_t)v;
@@ -1114,7 +1167,7 @@ static void progress(const struct cfg *c, int k, int total, double left)
 int cmd_perf(int argc, char **argv)
 {
 	struct cfg c = { .provider = "tcp", .secs = 1.0, .ops = OPS_DEFAULT, .sizes = { 0, 4096, 65536, 1u << 20 },
-			 .nsizes = 4, .depths = { 1, 32 }, .ndepths = 2 };
+			 .nsizes = 4, .depths = { 1, 32 }, .ndepths = 2, .parallel = 1 };
 	struct result r, t;
 	struct raw raw;
 	int o, s, d, k = 0, total = 0, failed = 0, figures = 0, rc = EXIT_OK;

@@ -90,7 +90,7 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 	uint64_t v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:Tc:i:t:jBs:P:S:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:Tc:i:t:jBs:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (arg_size("ping", "-s", optarg, 16u << 20, &v))
@@ -115,8 +115,8 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 			o->tcp_port = (int)v;
 			break;
 		case 'j': o->json = 1; break;
-		case 'P': o->pcap = optarg; break;
-		case 'S':
+		case PS_OPT_PCAP: o->pcap = optarg; break;
+		case PS_OPT_SNAPLEN:
 			if (arg_uint("ping", "--pcap-snaplen", optarg, 0, UINT32_MAX, &v))
 				return EXIT_USAGE;
 			o->snaplen = (uint32_t)v;

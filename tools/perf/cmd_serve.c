@@ -204,7 +204,7 @@ int cmd_serve(int argc, char **argv)
 	pthread_t th;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:l:t:T:jCP:S:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:l:t:T:jCh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'C': ps_callbacks_enabled = 1; break;
@@ -224,8 +224,8 @@ int cmd_serve(int argc, char **argv)
 				return EXIT_USAGE;
 			tcp = (int)v;
 			break;
-		case 'P': pcap = optarg; break;
-		case 'S':
+		case PS_OPT_PCAP: pcap = optarg; break;
+		case PS_OPT_SNAPLEN:
 			if (arg_uint("serve", "--pcap-snaplen", optarg, 0, UINT32_MAX, &v))
 				return EXIT_USAGE;
 			snaplen = (uint32_t)v;

@@ -44,8 +44,10 @@ SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp
 int ps_pcap_start(const char *path, uint32_t snaplen);
 void ps_pcap_report(FILE *f);
 void ps_pcap_stop(void);
-#define PS_PCAP_OPTIONS { "pcap", required_argument, 0, 'P' }, \
-	{ "pcap-snaplen", required_argument, 0, 'S' }
+/* long options only: their values are no option letters (perf's -P is --parallel) */
+enum { PS_OPT_PCAP = 0x100, PS_OPT_SNAPLEN };
+#define PS_PCAP_OPTIONS { "pcap", required_argument, 0, PS_OPT_PCAP }, \
+	{ "pcap-snaplen", required_argument, 0, PS_OPT_SNAPLEN }
 #define PS_PCAP_USAGE \
 	"  --pcap FILE          write this process's RDMA traffic to FILE as RoCEv2 frames\n" \
 	"                       Wireshark reads (docs/CAPTURE.md); --pcap-snaplen N keeps\n" \
