@@ -318,6 +318,16 @@ assert [r["op"] for r in rows] == ["null", "null", "read", "read"] and rows[2]["
 assert all(r["connections"] == "1" for r in rows), rows
 print("perf --csv:", len(rows), "rows")
 PY
+# perf -i: reports every interval while a figure is measured, then the figure
+"$BIN" perf --ops null --depths 1 --seconds 1 -i 0.2 --json >"$out/perfi" 2>/dev/null || fail "perf -i"
+python3 - "$out/perfi" <<'PY' || fail "perf -i: $(cat "$out/perfi")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+iv = d["intervals"]
+assert len(iv) >= 3 and all(i["calls_per_s"] > 0 and i["op"] == "null" for i in iv), iv
+assert [i["t"] for i in iv] == sorted(i["t"] for i in iv) and len(d["results"]) == 1, d
+print("perf -i 0.2:", len(iv), "interval reports in a 1 s figure")
+PY
 # perf -P: several connections at once, every payload checked, over RDMA and ONC RPC/TCP
 start_server "$out/pserve" "$BIN" serve --listen 127.0.0.1:0 --tcp 0
 read -r prport ptport <<<"$port"

@@ -23,6 +23,7 @@ static const struct {
 	{ "seq", "results", 0, 1 },           /* ping */
 	{ "transport", "results", 0, 1 },     /* perf */
 	{ "ratio", "ratios", 0, 1 },          /* perf --compare */
+	{ "interval", "intervals", 1, 1 },    /* perf -i */
 	{ "idle", "idle", 1, 1 },             /* perf --idle */
 	{ "statistics", "reports", 0, 1 },    /* serve: SIGUSR1, exit */
 	{ "error", "errors", 0, 1 },

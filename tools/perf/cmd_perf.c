@@ -43,6 +43,7 @@ struct cfg {
 	int json, compare, check;
 	int csv;           /* --csv: the figures as CSV on stdout, the rest as text on stderr */
 	int parallel;      /* -P N: connections at once, each with the depth's calls */
+	double interval;   /* -i S: a report every S seconds while a figure is measured */
 	unsigned ops;
 	uint32_t sizes[16];
 	int nsizes;
@@ -56,6 +57,12 @@ struct cfg {
 #define MAX_SVG_ROWS 256
 static struct perf_svg_row svg_rows[MAX_SVG_ROWS];
 static int nsvg;
+
+/* Where the text that is no figure goes: stdout, or stderr beside --csv's figures. */
+static FILE *text_out(const struct cfg *c)
+{
+	return c->csv ? stderr : stdout;
+}
 
 struct result {
 	char transport[32];
@@ -161,6 +168,7 @@ struct slot {
 	/* collected */
 	double *lat;
 	uint64_t nlat, cap;
+	uint64_t completed;   /* calls done, read by the -i reporter while they go on */
 	uint64_t verified, failed;
 	int inflight;
 	double end;
@@ -202,6 +210,7 @@ static void record(struct slot *s, enum clnt_stat st)
 		s->failed++;
 	if (s->nlat < s->cap)
 		s->lat[s->nlat++] = dt;
+	__atomic_fetch_add(&s->completed, 1, __ATOMIC_RELAXED);
 	if (s->op == OP_READ && s->rd.ps_data_val == s->buf)
 		s->rd.ps_data_val = NULL;   /* ours, kept for the next call */
 	if (s->op == OP_READ || s->op == OP_ECHO)
@@ -382,6 +391,77 @@ static int measure_setup(struct cfg *c, const char *provider, struct result *r)
 	return 0;
 }
 
+/* The table's head goes with its first row: a run that fails to connect prints none. */
+static void print_table_head(void)
+{
+	static int done;
+
+	if (done++)
+		return;
+	printf("%-10s %-5s %9s %5s %11s %9s %9s %9s %9s\n", "transport", "op", "bytes", "depth",
+	       "calls/s", "MB/s", "p50 us", "p99 us", "cpu s/GB");
+}
+
+/* -i: while a figure is measured, every interval the calls completed in it, as iperf3
+ * reports; the figure itself is printed at the end as without -i. */
+struct reporter {
+	struct cfg *c;
+	const struct result *r;   /* transport, op, size, depth */
+	struct slot *sl;
+	int n;
+	double t0, end;
+};
+
+static void print_interval(const struct reporter *rp, double t, double dt, uint64_t calls)
+{
+	double cps = calls / dt, mbps = calls * (double)rp->r->size / dt / 1e6;
+
+	if (rp->c->json)
+		printf("{\"interval\":{\"transport\":\"%s\",\"op\":\"%s\",\"size\":%u,"
+		       "\"depth\":%d,\"t\":%.1f,\"calls_per_s\":%.0f,\"MBps\":%.1f}}\n",
+		       rp->r->transport, op_names[rp->r->op], rp->r->size, rp->r->depth, t, cps, mbps);
+	else if (rp->c->csv)
+		fprintf(stderr, "%s %s %u %d %.1f-%.1f s: %.0f calls/s %.1f MB/s\n",
+			rp->r->transport, op_names[rp->r->op], rp->r->size, rp->r->depth, t - dt,
+			t, cps, mbps);
+	else {
+		print_table_head();
+		printf("%-10s %-5s %9u %5d %11.0f %9.1f  (%.1f-%.1f s)\n", rp->r->transport,
+		       op_names[rp->r->op], rp->r->size, rp->r->depth, cps, mbps, t - dt, t);
+	}
+	fflush(stdout);
+}
+
+static void *report_loop(void *arg)
+{
+	struct reporter *rp = arg;
+	double last = rp->t0;
+	uint64_t before = 0;
+
+	while (running(rp->end)) {
+		double next = last + rp->c->interval, now = now_s();
+		uint64_t sum = 0;
+		int i;
+
+		if (next > rp->end)
+			break;   /* the figure itself covers the last stretch */
+		if (now < next) {
+			struct timespec ts = { 0, 0 };
+			double w = next - now < 0.05 ? next - now : 0.05;
+
+			ts.tv_nsec = (long)(w * 1e9);
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		for (i = 0; i < rp->n; i++)
+			sum += __atomic_load_n(&rp->sl[i].completed, __ATOMIC_RELAXED);
+		print_interval(rp, now - rp->t0, now - last, sum - before);
+		before = sum;
+		last = now;
+	}
+	return NULL;
+}
+
 /* -P: the slots of one RDMA connection, driven by a thread of their own. */
 struct conn_run {
 	struct slot *sl;
@@ -413,6 +493,9 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 	pthread_t *th = calloc((size_t)(nslots > conns ? nslots : conns), sizeof(*th));
 	CLIENT **cls = calloc((size_t)nclients, sizeof(*cls));
 	struct conn_run *runs = calloc((size_t)conns, sizeof(*runs));
+	struct reporter rep;
+	pthread_t rth;
+	int reporting = 0;
 	double t0, cpu0, end;
 
 	memset(r, 0, sizeof(*r));
@@ -464,6 +547,10 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 		if (provider && op == OP_READ)
 			sl[i].buf = malloc(size ? size : 1);
 	}
+	if (c->interval > 0) {
+		rep = (struct reporter){ c, r, sl, nslots, t0, end };
+		reporting = !pthread_create(&rth, NULL, report_loop, &rep);
+	}
 	if (!provider || depth == 1) {
 		/* libtirpc has no asynchronous calls: one thread and one connection each */
 		for (i = 1; i < nslots; i++)
@@ -482,6 +569,8 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 		for (i = 1; i < conns; i++)
 			pthread_join(th[i], NULL);
 	}
+	if (reporting)
+		pthread_join(rth, NULL);
 	summarise(r, sl, nslots, now_s() - t0, cpu_now(c->child) - cpu0);
 	for (i = 0; i < nclients; i++)
 		clnt_destroy(cls[i]);
@@ -634,12 +723,6 @@ static int measure_idle(struct cfg *c, const char *provider, struct idle_result 
 	return 0;
 }
 
-/* Where the text that is no figure goes: stdout, or stderr beside --csv's figures. */
-static FILE *text_out(const struct cfg *c)
-{
-	return c->csv ? stderr : stdout;
-}
-
 static void print_idle(const struct cfg *c, const struct idle_result *r)
 {
 	long per = r->opened ? (r->rss_kib - r->base_kib) / r->opened : 0;
@@ -697,16 +780,6 @@ static void print_header(const struct cfg *c)
 		       c->busy, c->busy == 1 ? "" : "s", (int)c->busy_pid);
 }
 
-/* The table's head goes with its first row: a run that fails to connect prints none. */
-static void print_table_head(void)
-{
-	static int done;
-
-	if (done++)
-		return;
-	printf("%-10s %-5s %9s %5s %11s %9s %9s %9s %9s\n", "transport", "op", "bytes", "depth",
-	       "calls/s", "MB/s", "p50 us", "p99 us", "cpu s/GB");
-}
 
 static void print_csv(const struct cfg *c, const struct result *r)
 {
@@ -971,7 +1044,7 @@ static void usage(FILE *f)
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
 	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
 	      "                    [--compare] [--check] [--json | --json-lines | --csv] [--svg FILE]\n"
-	      "                    [-P N] [--busy N] [--idle N]\n"
+	      "                    [-P N] [-i SECONDS] [--busy N] [--idle N]\n"
 	      "                    [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
 	      "started) for each operation x size x calls in flight, each figure measured for\n"
@@ -991,6 +1064,8 @@ static void usage(FILE *f)
 	      "ONC RPC/TCP too).\n"
 	      "--json: one document at the end, {\"run\":{...},\"results\":[...],\"ratios\":[...],\n"
 	      "\"summary\":{...}}; --json-lines: the same objects one per line, as they come.\n"
+	      "-i SECONDS (--interval): while each figure is measured, the calls/s and MB/s of\n"
+	      "every interval, as iperf3 reports (JSON: {\"interval\":...} objects).\n"
 	      "-P N (--parallel): N connections at once, each with the depth's calls in flight\n"
 	      "(ONC RPC/TCP: depth x N connections of one call each).\n"
 	      "--csv: a header and a row per figure on stdout (ratios, raw ceiling, idle\n"
@@ -1009,6 +1084,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 		{ "compare", no_argument, 0, 'C' }, { "check", no_argument, 0, 'k' },
 		{ "json", no_argument, 0, 'j' }, { "svg", required_argument, 0, 'G' },
 		{ "csv", no_argument, 0, 'V' }, { "parallel", required_argument, 0, 'P' },
+		{ "interval", required_argument, 0, 'i' },
 		{ "busy", required_argument, 0, 'B' }, { "idle", required_argument, 0, 'I' },
 		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
@@ -1018,7 +1094,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 	int ch, i;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjVG:B:I:P:h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:T:s:o:z:d:CkjVG:B:I:P:i:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'G': c->svg = optarg; break;
 		case 'B':
@@ -1059,6 +1135,10 @@ static int parse(int argc, char **argv, struct cfg *c)
 		case 'k': c->check = 1; break;
 		case 'j': c->json = 1; break;
 		case 'V': c->csv = 1; break;
+		case 'i':
+			if (arg_double("perf", "-i", optarg, 0.1, 3600, &c->interval))
+				return -1;
+			break;
 		case 'P':
 			if (arg_uint("perf", "-P", optarg, 1, 64, &v))
 				return -1;
