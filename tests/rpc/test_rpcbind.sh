@@ -83,6 +83,29 @@ wait "$spid"; spid=
 cat "$out/server"
 rpcinfo -s "$H" | grep -q "^ *$PROG " && fail "still registered after svc_unregister and exit"
 
+# an shm listener, registered as rpcgen's main does: netid rdma, address 0.0.0.0 and its
+# port (shm has no network address), never tcp
+shm_serve() {
+	RPCRDMA_PROVIDER=shm
+	export RPCRDMA_PROVIDER
+	serve rdmaonly
+	unset RPCRDMA_PROVIDER
+}
+shm_quit() {
+	echo quit >&3
+	exec 3>&-
+	wait "$spid"; spid=
+}
+echo "== an shm listener"
+shm_serve
+rpcinfo "$H" | grep "^ *$PROG " | tee "$out/shm"
+grep -q "rdma .*0\.0\.0\.0\.$((rport >> 8))\.$((rport & 255)) " "$out/shm" ||
+	fail "the shm listener is not registered under rdma with 0.0.0.0 and port $rport"
+grep -q "^ *$PROG .* tcp " "$out/shm" && fail "the shm listener is registered as tcp"
+timeout 60 "$CLIENT" rdma-shm "$H" "$rport" rpcbind || fail "a client over shm"
+shm_quit
+rpcinfo -s "$H" | grep -q "^ *$PROG " && fail "the shm listener is still registered after exit"
+
 if [ -n "$rbpid" ]; then
 	echo "== no rpcbind"
 	kill "$rbpid"; wait "$rbpid" 2>/dev/null; rbpid=
@@ -93,6 +116,11 @@ if [ -n "$rbpid" ]; then
 	echo quit >&3
 	exec 3>&-
 	wait "$spid"; spid=
+	echo "== no rpcbind, shm"
+	shm_serve
+	grep -q "rpcbind is not running" "$out/server" || fail "shm: no word about the missing rpcbind"
+	timeout 60 "$CLIENT" rdma-shm "$H" "$rport" rpcbind || fail "shm: served without rpcbind"
+	shm_quit
 fi
 [ $rc -eq 0 ] && echo "rpcbind: all checks passed"
 exit $rc
