@@ -81,7 +81,9 @@ struct srv {
 	struct rpcrdma__objpool replies; /* next requests (no malloc per call); under lock */
 	struct rpcrdma_eng_stats closed; /* summed over closed connections */
 	int *spare_fds;                  /* eventfds of closed connections, for new ones */
+	uint64_t *spare_round;           /* svc_rounds when each was given back */
 	int nspare, spare_cap;
+	uint64_t svc_rounds;             /* lst_recv() calls: svc_run() went round */
 	struct rpcrdma_svc_opts opts;
 	struct rpcrdma_prov *p;
 	struct rpcrdma_listener *l;
@@ -759,10 +761,15 @@ static void conn_addresses(struct sconn *c)
 	c->xprt.xp_ltaddr = c->srv->xprt.xp_ltaddr;
 }
 
-/* A connection's eventfd is never closed while the listener lives: svc_run() polls a copy
+/* A connection's eventfd is not closed when the connection ends: svc_run() polls a copy
  * of its descriptor set and acts on a closed descriptor's number (POLLNVAL unregisters
  * whatever transport has that number by then, e.g. a TCP connection that reused it). It
- * goes back to a pool for the next connection instead. */
+ * goes back to a pool for the next connection. The pool keeps SPARES_KEPT; the others are
+ * closed once svc_run() has gone round twice since they were given back (the listener's
+ * eventfd, rung for it, brings it to lst_recv()): the copy it polls then was taken after
+ * they left its set. So a burst of connections leaves no descriptors behind. */
+#define SPARES_KEPT 1
+
 static int conn_fd(struct srv *s)
 {
 	if (s->nspare)
@@ -770,23 +777,53 @@ static int conn_fd(struct srv *s)
 	return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
+static int spares_grow(struct srv *s)
+{
+	size_t cap = (size_t)s->spare_cap * 2 + 8;
+	int *n = realloc(s->spare_fds, sizeof(int) * cap);
+	uint64_t *r;
+
+	if (!n)
+		return -1;
+	s->spare_fds = n;
+	r = realloc(s->spare_round, sizeof(uint64_t) * cap);
+	if (!r)
+		return -1;
+	s->spare_round = r;
+	s->spare_cap = (int)cap;
+	return 0;
+}
+
 static void conn_fd_release(struct srv *s, int fd)
 {
-	int *n;
-
 	if (fd < 0)
 		return;
 	drain_fd(fd);
-	if (s->nspare == s->spare_cap) {
-		n = realloc(s->spare_fds, sizeof(int) * (size_t)(s->spare_cap * 2 + 8));
-		if (!n) {
-			close(fd);
-			return;
-		}
-		s->spare_fds = n;
-		s->spare_cap = s->spare_cap * 2 + 8;
+	if (s->nspare == s->spare_cap && spares_grow(s)) {
+		close(fd);   /* as the pool would have, later: out of memory is rarer than a race */
+		return;
 	}
+	s->spare_round[s->nspare] = s->svc_rounds;
 	s->spare_fds[s->nspare++] = fd;
+	if (s->nspare > SPARES_KEPT)
+		signal_fd(s->xprt.xp_fd);
+}
+
+/* The oldest spares beyond SPARES_KEPT that svc_run() can no longer poll are closed;
+ * while some are too recent, svc_run() is rung for another round. srv lock held. */
+static void spares_trim(struct srv *s)
+{
+	int k = 0;
+
+	while (s->nspare - k > SPARES_KEPT && s->spare_round[k] + 2 <= s->svc_rounds)
+		close(s->spare_fds[k++]);
+	if (k) {
+		s->nspare -= k;
+		memmove(s->spare_fds, s->spare_fds + k, sizeof(int) * (size_t)s->nspare);
+		memmove(s->spare_round, s->spare_round + k, sizeof(uint64_t) * (size_t)s->nspare);
+	}
+	if (s->nspare > SPARES_KEPT)
+		signal_fd(s->xprt.xp_fd);
 }
 
 /* Every field before inline_send is a uint64_t counter: they are summed as an array. */
@@ -1150,11 +1187,18 @@ static void *progress(void *arg)
 
 /* ---- the listener's SVCXPRT ---- */
 
-/* The listener's eventfd only wakes svc_run() so that it polls a new connection. */
+/* The listener's eventfd wakes svc_run() so that it polls a new connection, or goes round
+ * for the spare descriptors to be closed (spares_trim). */
 static bool_t lst_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 {
+	struct srv *s = (struct srv *)xprt->xp_p1;
+
 	(void)msg;
 	drain_fd(xprt->xp_fd);
+	pthread_mutex_lock(&s->lock);
+	s->svc_rounds++;
+	spares_trim(s);
+	pthread_mutex_unlock(&s->lock);
 	return FALSE;
 }
 
@@ -1223,6 +1267,7 @@ static void lst_destroy(SVCXPRT *xprt)
 	while (s->nspare)
 		close(s->spare_fds[--s->nspare]);
 	free(s->spare_fds);
+	free(s->spare_round);
 	close(xprt->xp_fd);
 	close(s->wake_fd);
 	close(s->epfd);
