@@ -33,7 +33,9 @@ int main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	cl = calloc((size_t)n, sizeof(*cl));
+	cl = calloc((size_t)(n > 0 ? n : 1), sizeof(*cl));
+	if (!cl)
+		return 1;
 	for (i = 0; i < n; i++) {
 		cl[i] = clnt_rdma_create(argv[1], PERF_PROG, PERF_V1, &o);
 		if (!cl[i]) {
@@ -49,6 +51,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		if (cl[i])
 			clnt_destroy(cl[i]);
+	free(cl);
 	printf("closed\n");
 	return ok == n ? 0 : 1;
 }
