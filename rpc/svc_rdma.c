@@ -800,7 +800,7 @@ static void conn_fd_release(struct srv *s, int fd)
 		return;
 	drain_fd(fd);
 	if (s->nspare == s->spare_cap && spares_grow(s)) {
-		close(fd);   /* as the pool would have, later: out of memory is rarer than a race */
+		close(fd);   /* out of memory: closed at once, as before the pool could grow */
 		return;
 	}
 	s->spare_round[s->nspare] = s->svc_rounds;

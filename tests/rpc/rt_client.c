@@ -979,9 +979,9 @@ int main(int argc, char **argv)
 		if (!fgets(line, sizeof(line), stdin))
 			line[0] = 0;
 		if (!strcmp(flag, "gone")) {
-			/* reconnecting: a stub's 25 s, but attempts that are refused for
-			 * reconnect_ms (5 s) fail the call then, with the reason; a later call
-			 * tries once, at once */
+			/* with reconnection on, a call given rpcgen's default 25 s fails once
+			 * attempts have been refused for reconnect_ms (5 s), with the reason;
+			 * the next call makes one attempt at once and fails in well under 1 s */
 			struct rpc_err e;
 			uint64_t t0 = now_ms(), t1;
 
