@@ -46,6 +46,37 @@ bool_t rpcrdma__xdr_ccp_res(XDR *x, struct rpcrdma_ccp_res *r);
  * (RFC 8166 §8.2.1). */
 int rpcrdma__cred_allows_ddp(uint32_t flavor, const void *body, uint32_t len);
 
+/* svc_drc.c: the server's duplicate request cache (at most once across reconnections). */
+struct rpcrdma__drc;
+struct rpcrdma__drc_ent;
+struct rpcrdma__drc_key {
+	uint32_t xid, prog, vers, proc, len, sum;
+	uint32_t family;
+	uint8_t addr[16];
+};
+enum { RPCRDMA__DRC_NEW, RPCRDMA__DRC_RUNNING, RPCRDMA__DRC_KEPT };
+struct rpcrdma__drc *rpcrdma__drc_new(uint32_t max_entries, uint32_t reply_max);
+void rpcrdma__drc_free(struct rpcrdma__drc *d);
+/* The key of a call: args_len bytes of arguments follow its header; call_len is the
+ * whole call's. */
+void rpcrdma__drc_key(struct rpcrdma__drc_key *k, const struct sockaddr_storage *peer,
+		      size_t peer_len, const struct rpc_msg *call, const uint8_t *args,
+		      uint32_t args_len, uint32_t call_len);
+/* NEW: a new entry for the call, now running (*e NULL when out of memory: served without
+ * the cache); RUNNING: its original is still being served (*e); KEPT: its reply is kept
+ * (rpcrdma__drc_reply(*e)). */
+int rpcrdma__drc_lookup(struct rpcrdma__drc *d, const struct rpcrdma__drc_key *k,
+			uint64_t now_ms, struct rpcrdma__drc_ent **e);
+/* The running call's reply: kept (1), or too long to keep, and the entry gone (0). */
+int rpcrdma__drc_keep(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e,
+		      const struct rpcrdma_reply_args *a, uint64_t now_ms);
+/* Replies kept longer than their time (120 s) go. */
+void rpcrdma__drc_expire(struct rpcrdma__drc *d, uint64_t now_ms);
+/* The running call gets no reply: its entry goes. */
+void rpcrdma__drc_forget(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e);
+const struct rpcrdma_reply_args *rpcrdma__drc_reply(const struct rpcrdma__drc_ent *e);
+void rpcrdma__drc_stats(const struct rpcrdma__drc *d, struct rpcrdma_svc_drc_stats *out);
+
 /* rpcb_rdma.c: registration of RDMA listeners with rpcbind, and the client's lookup. */
 void rpcrdma__rpcb_listener_add(const void *key, uint16_t port, const void *addr, size_t len,
 				int dual);

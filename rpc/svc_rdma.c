@@ -29,6 +29,8 @@
 #define DEF_CREDITS 32u
 #define DEF_RECV_BUDGET 32768u
 #define ACCEPT_MS 5000
+#define DEF_DRC_ENTRIES 1024u
+#define DEF_DRC_REPLY_MAX 4096u
 
 struct srv;
 
@@ -41,6 +43,15 @@ struct srv;
 struct ready {
 	struct ready *next;
 	struct rpcrdma_eng_req *er;
+};
+
+/* A call sent again while its original still runs (the duplicate request cache found
+ * it running): it gets the original's reply when that is sent. */
+struct parked {
+	struct parked *next;
+	struct sconn *c;                 /* its connection (never a lane) */
+	struct rpcrdma_eng_req *er;
+	struct rpcrdma__drc_ent *ent;    /* the original's entry */
 };
 
 /* A connection; or a lane of one (prim set): a second SVCXPRT on the same connection, so
@@ -61,6 +72,7 @@ struct sconn {
 	struct ready *head, *tail;
 	struct rpcrdma_eng_req *cur;     /* being dispatched */
 	struct rpcrdma__xdr dec;         /* its call */
+	struct rpcrdma__drc_ent *drc;    /* its entry in the duplicate request cache */
 	rpcprog_t prog;
 	rpcvers_t vers;
 	rpcproc_t proc;
@@ -80,6 +92,8 @@ struct srv {
 	struct rpcrdma__objpool readies; /* struct ready and struct reply_ctx kept for the */
 	struct rpcrdma__objpool replies; /* next requests (no malloc per call); under lock */
 	struct rpcrdma_eng_stats closed; /* summed over closed connections */
+	struct rpcrdma__drc *drc;        /* NULL: opts.drc_entries -1 */
+	struct parked *parked;
 	int *spare_fds;                  /* eventfds of closed connections, for new ones */
 	uint64_t *spare_round;           /* svc_rounds when each was given back */
 	int nspare, spare_cap;
@@ -158,9 +172,9 @@ static bool lanes_busy(const struct sconn *c)
 	return false;
 }
 
-static void on_request(void *ctx, struct rpcrdma_eng_req *r)
+/* r joins c's requests ready for dispatch: last, or first (a call that waited). */
+static void enqueue(struct sconn *c, struct rpcrdma_eng_req *r, bool first)
 {
-	struct sconn *c = ctx;
 	struct ready *q = rpcrdma__objpool_get(&c->srv->readies);
 
 	if (!q)
@@ -169,15 +183,27 @@ static void on_request(void *ctx, struct rpcrdma_eng_req *r)
 		rpcrdma_eng_req_drop(c->eng, r);
 		return;
 	}
-	q->next = NULL;
 	q->er = r;
-	if (c->tail)
-		c->tail->next = q;
-	else
+	if (first) {
+		q->next = c->head;
 		c->head = q;
-	c->tail = q;
+		if (!c->tail)
+			c->tail = q;
+	} else {
+		q->next = NULL;
+		if (c->tail)
+			c->tail->next = q;
+		else
+			c->head = q;
+		c->tail = q;
+	}
 	if (svc_run_sees(c->srv))
 		signal_fd(c->xprt.xp_fd);
+}
+
+static void on_request(void *ctx, struct rpcrdma_eng_req *r)
+{
+	enqueue(ctx, r, false);
 }
 
 struct reply_ctx {
@@ -293,36 +319,37 @@ static uint32_t items_to_lend(const struct srv *s, const struct rpcrdma_eng_req 
 /* The reply as one buffer the engine owns until reply_done: the stream, then each DDP
  * item not lent (the dispatcher's memory may be freed as soon as svc_sendreply() returns
  * unless it waits). */
-static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma__xdr *enc, uint32_t lent)
+static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma_reply_args *in,
+				   uint32_t lent)
 {
 	struct reply_ctx *x = rpcrdma__objpool_zget(&s->replies, sizeof(*x));
-	uint32_t pos = XDR_GETPOS((XDR *)&enc->x), i;
-	uint64_t total = pos, at;
+	uint64_t total = in->xdr_len, at;
+	uint32_t i;
 
-	for (i = 0; i < enc->nitems; i++)
+	for (i = 0; i < in->nitems; i++)
 		if (!(lent & (1u << i)))
-			total += enc->items[i].len;
+			total += in->items[i].len;
 	if (!x || !(x->flat = rpcrdma__bufcache_get(&s->cache, total, &x->cap))) {
 		free(x);
 		return NULL;
 	}
 	x->srv = s;
 	x->lent = lent;
-	memcpy(x->flat, enc->buf, pos);
-	at = pos;
-	for (i = 0; i < enc->nitems; i++) {
-		x->items[i] = enc->items[i];
+	memcpy(x->flat, in->xdr, in->xdr_len);
+	at = in->xdr_len;
+	for (i = 0; i < in->nitems; i++) {
+		x->items[i] = in->items[i];
 		if (lent & (1u << i))
 			continue;
-		if (enc->items[i].len)
-			memcpy(x->flat + at, enc->items[i].data, enc->items[i].len);
+		if (in->items[i].len)
+			memcpy(x->flat + at, in->items[i].data, in->items[i].len);
 		x->items[i].data = x->flat + at;
-		at += enc->items[i].len;
+		at += in->items[i].len;
 	}
 	x->a.xdr = x->flat;
-	x->a.xdr_len = pos;
+	x->a.xdr_len = in->xdr_len;
 	x->a.items = x->items;
-	x->a.nitems = enc->nitems;
+	x->a.nitems = in->nitems;
 	return x;
 }
 
@@ -408,6 +435,152 @@ static int wait_reply(struct sconn *c, struct reply_ctx *x)
 	return ok;
 }
 
+/* The reply x to er goes to the engine; with items lent, once they are written. */
+static bool_t give_reply(struct sconn *c, struct rpcrdma_eng_req *er, struct reply_ctx *x)
+{
+	int rc, wait;
+
+	/* unless it waits, x may be freed by reply_done before rpcrdma_eng_reply() returns */
+	wait = x->waiter = x->lent != 0;
+	rpcrdma_eng_req_set_user(er, x);
+	rc = rpcrdma_eng_reply(c->eng, er, &x->a, rpcrdma__rpc_now());
+	if (rc == -RPCRDMA_ERR_INVAL) {
+		/* refused before anything happened: no reply_done will come */
+		x->waiter = 0;
+		on_reply_done(NULL, er, rc);
+		rpcrdma_eng_req_drop(c->eng, er);
+		return FALSE;
+	}
+	if (wait && !wait_reply(c, x))
+		return FALSE;
+	return rc == 0;
+}
+
+/* ---- the duplicate request cache (svc_drc.c, docs/RPC.md) ---- */
+
+/* A copy of the reply a goes to er, a call sent again. */
+static void replay(struct sconn *c, struct rpcrdma_eng_req *er, const struct rpcrdma_reply_args *a)
+{
+	struct reply_ctx *x = own_reply(c->srv, a, 0);
+
+	if (!x) {
+		rpcrdma_eng_req_drop(c->eng, er);
+		return;
+	}
+	give_reply(c, er, x);
+}
+
+/* Calls the cache leaves alone: NULL (no effect, no result: knfsd's RC_NOCACHE), and
+ * RPCSEC_GSS, whose reply's verifier seals the sequence number of the first sending,
+ * which the client no longer accepts for a call sent again with a new one (RFC 2203
+ * §5.3.3.1). */
+static bool drc_applies(const struct rpc_msg *msg)
+{
+	return msg->rm_call.cb_proc != 0 && msg->rm_call.cb_cred.oa_flavor != RPCSEC_GSS;
+}
+
+/* The call waits for the reply of its original, which is running. */
+static void park(struct sconn *c, struct rpcrdma_eng_req *er, struct rpcrdma__drc_ent *e)
+{
+	struct parked *q = malloc(sizeof(*q));
+
+	if (!q) {
+		rpcrdma_eng_req_drop(c->eng, er);
+		return;
+	}
+	q->c = c;
+	q->er = er;
+	q->ent = e;
+	q->next = c->srv->parked;
+	c->srv->parked = q;
+}
+
+static void drc_log(struct sconn *c, const char *what, uint32_t xid)
+{
+	char why[64];
+
+	if (rpcrdma_log_level() < RPCRDMA_LOG_INFO)
+		return;
+	snprintf(why, sizeof(why), "XID 0x%08x", xid);
+	conn_log(c, RPCRDMA_LOG_INFO, what, why);
+}
+
+/* 1 when the call is to be dispatched; 0 when it was sent again and its original's reply
+ * answers it, now (kept) or once sent (running). c may be a lane. */
+static int drc_admit(struct sconn *c, struct rpcrdma_eng_req *er, const struct rpc_msg *msg,
+		     const uint8_t *call, uint32_t len)
+{
+	struct srv *s = c->srv;
+	struct sconn *p = prim(c);
+	struct rpcrdma__drc_key k;
+	struct rpcrdma__drc_ent *e;
+	uint32_t at = rpcrdma__xdr_pos(&c->dec);
+	int found;
+
+	if (!s->drc || !drc_applies(msg) || at > len)
+		return 1;
+	rpcrdma__drc_key(&k, &p->peer, p->xprt.xp_rtaddr.len, msg, call + at, len - at, len);
+	found = rpcrdma__drc_lookup(s->drc, &k, rpcrdma__rpc_now(), &e);
+	if (found == RPCRDMA__DRC_NEW) {
+		c->drc = e;
+		return 1;
+	}
+	if (found == RPCRDMA__DRC_KEPT) {
+		drc_log(p, "answered from the duplicate request cache a call sent again by", k.xid);
+		replay(p, er, rpcrdma__drc_reply(e));
+	} else {
+		drc_log(p, "holds until its original is answered a call sent again by", k.xid);
+		park(p, er, e);
+	}
+	return 0;
+}
+
+/* The call being dispatched on c was answered with a (NULL: not answered). Calls sent
+ * again that wait for it get a copy of the reply, or, when there is none, are dispatched
+ * themselves; the cache keeps the reply if it is short enough. */
+static void drc_finish(struct sconn *c, const struct rpcrdma_reply_args *a)
+{
+	struct srv *s = c->srv;
+	struct rpcrdma__drc_ent *e = c->drc;
+	struct parked **pp = &s->parked, *q;
+
+	if (!e)
+		return;
+	c->drc = NULL;
+	while ((q = *pp) != NULL) {
+		if (q->ent != e) {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		if (a)
+			replay(q->c, q->er, a);
+		else
+			enqueue(q->c, q->er, true);
+		free(q);
+	}
+	if (a)
+		rpcrdma__drc_keep(s->drc, e, a, rpcrdma__rpc_now());
+	else
+		rpcrdma__drc_forget(s->drc, e);
+}
+
+/* The waiting calls of a connection that is freed go with it. */
+static void unpark_conn(struct srv *s, struct sconn *c)
+{
+	struct parked **pp = &s->parked, *q;
+
+	while ((q = *pp) != NULL) {
+		if (q->c != c) {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		rpcrdma_eng_req_drop(c->eng, q->er);
+		free(q);
+	}
+}
+
 /* Encode msg (results marked by a binding become DDP items) and give it to the engine.
  * Called with the srv lock held. */
 static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
@@ -417,6 +590,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	int ddp = c->ddp;
 	const struct rpcrdma_ulb_proc *b = ddp ? rpcrdma_ulb_find(c->prog, c->vers, c->proc) : NULL;
 	struct rpcrdma__xdr enc;
+	struct rpcrdma_reply_args made;
 	xdrproc_t xres = NULL, saved = NULL;
 	void *where = NULL;
 	struct reply_ctx *x;
@@ -424,7 +598,6 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	size_t bcap;
 	uint8_t *buf;
 	bool_t ok;
-	int rc, wait;
 
 	if (!er)
 		return FALSE;
@@ -440,6 +613,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	}
 	buf = rpcrdma__bufcache_get(&c->srv->cache, cap, &bcap);
 	if (!buf) {
+		drc_finish(c, NULL);
 		rpcrdma_eng_req_drop(c->eng, er);
 		return FALSE;
 	}
@@ -450,26 +624,19 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	rpcrdma__xdr_leave();
 	if (saved)
 		msg->acpted_rply.ar_results.proc = saved;
-	x = ok ? own_reply(c->srv, &enc, items_to_lend(c->srv, er, &enc)) : NULL;
+	made.xdr = enc.buf;
+	made.xdr_len = rpcrdma__xdr_pos(&enc);
+	made.items = enc.items;
+	made.nitems = enc.nitems;
+	x = ok ? own_reply(c->srv, &made, items_to_lend(c->srv, er, &enc)) : NULL;
 	rpcrdma__bufcache_put(&c->srv->cache, buf, bcap);
+	/* before the engine has it: lent items are the dispatcher's until then */
+	drc_finish(c, x ? &x->a : NULL);
 	if (!x) {
 		rpcrdma_eng_req_drop(c->eng, er);
 		return FALSE;
 	}
-	/* unless it waits, x may be freed by reply_done before rpcrdma_eng_reply() returns */
-	wait = x->waiter = x->lent != 0;
-	rpcrdma_eng_req_set_user(er, x);
-	rc = rpcrdma_eng_reply(c->eng, er, &x->a, rpcrdma__rpc_now());
-	if (rc == -RPCRDMA_ERR_INVAL) {
-		/* refused before anything happened: no reply_done will come */
-		x->waiter = 0;
-		on_reply_done(NULL, er, rc);
-		rpcrdma_eng_req_drop(c->eng, er);
-		return FALSE;
-	}
-	if (wait && !wait_reply(c, x))
-		return FALSE;
-	return rc == 0;
+	return give_reply(c, er, x);
 }
 
 /* RFC 5666 §6.2: CONF_RDMA, answered on every connection unless disabled. */
@@ -512,6 +679,7 @@ static struct sconn *conn_of(SVCXPRT *xprt)
 /* A request the dispatcher took and did not answer gives its credit back. */
 static void drop_cur(struct sconn *c)
 {
+	drc_finish(c, NULL);
 	if (c->cur) {
 		rpcrdma_eng_req_drop(c->eng, c->cur);
 		c->cur = NULL;
@@ -571,6 +739,10 @@ static bool_t take_call(struct sconn *c, struct rpcrdma_eng_req *er, struct rpc_
 					  msg->rm_call.cb_cred.oa_length);
 	if (c->prog == RPCRDMA_CCP_PROG && c->vers == RPCRDMA_CCP_VERS && !c->srv->opts.no_ccp) {
 		answer_ccp(c, msg);
+		return FALSE;
+	}
+	if (!drc_admit(c, er, msg, call, len)) {
+		c->cur = NULL;
 		return FALSE;
 	}
 	return TRUE;
@@ -860,6 +1032,7 @@ static void conn_log(struct sconn *c, int level, const char *what, const char *w
 static void conn_free(struct sconn *c)
 {
 	struct rpcrdma_eng_stats st;
+	uint32_t i;
 
 	if (c->xprt.xp_ops)
 		conn_log(c, RPCRDMA_LOG_INFO, "closed the connection from", NULL);
@@ -869,6 +1042,10 @@ static void conn_free(struct sconn *c)
 		rpcrdma_eng_stats(c->eng, &st);
 		stats_add(&c->srv->closed, &st);
 	}
+	for (i = 0; i < c->nlanes; i++)
+		drop_cur(c->lanes[i]);
+	if (c->eng)
+		unpark_conn(c->srv, c);
 	rpcrdma_ep_close(c->ep);
 	rpcrdma_eng_destroy(c->eng);
 	conn_fd_release(c->srv, c->xprt.xp_fd);
@@ -1151,6 +1328,7 @@ static void *progress(void *arg)
 		spin = !work && !ready && (idle < IDLE_SPINS || now_us - work_us < IDLE_SPIN_US) &&
 		       (s->epfd < 0 || rpcrdma__spin_more(idle + 1));
 		if (!work && !ready && !spin) {
+			rpcrdma__drc_expire(s->drc, now_us / 1000u);
 			prepare_accept(s, &quiet_since);
 			sleep = can_sleep(s);
 		}
@@ -1268,6 +1446,7 @@ static void lst_destroy(SVCXPRT *xprt)
 		close(s->spare_fds[--s->nspare]);
 	free(s->spare_fds);
 	free(s->spare_round);
+	rpcrdma__drc_free(s->drc);
 	close(xprt->xp_fd);
 	close(s->wake_fd);
 	close(s->epfd);
@@ -1298,6 +1477,10 @@ static void svc_defaults(struct rpcrdma_svc_opts *o, const struct rpcrdma_svc_op
 		o->max_credits = DEF_CREDITS;
 	if (!o->recv_budget)
 		o->recv_budget = DEF_RECV_BUDGET;
+	if (!o->drc_entries)
+		o->drc_entries = DEF_DRC_ENTRIES;
+	if (!o->drc_reply_max)
+		o->drc_reply_max = DEF_DRC_REPLY_MAX;
 }
 
 /* The port asked for: the options', else RPCRDMA_PORT from the environment (0: any),
@@ -1395,6 +1578,11 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 			close(s->epfd);
 		s->epfd = -1;
 	}
+	if (s->opts.drc_entries > 0 &&
+	    !(s->drc = rpcrdma__drc_new((uint32_t)s->opts.drc_entries, s->opts.drc_reply_max))) {
+		rpcrdma__create_err("out of memory");
+		goto out_fd;
+	}
 	s->lend_min = lend_min(rpcrdma_prov_caps(s->p));
 	s->xprt.xp_port = rpcrdma_listener_port(s->l);
 	s->xprt.xp_ops = &lst_ops;
@@ -1418,6 +1606,7 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 	pthread_mutex_unlock(&g_lock);
 	return &s->xprt;
 out_fd:
+	rpcrdma__drc_free(s->drc);
 	close(s->xprt.xp_fd);
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
@@ -1455,6 +1644,21 @@ int rpcrdma_svc_stats(SVCXPRT *listener, rpcrdma_svc_stats_fn fn, void *ctx)
 	}
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+int rpcrdma_svc_drc_stats(SVCXPRT *listener, struct rpcrdma_svc_drc_stats *out)
+{
+	struct srv *s;
+
+	if (!listener || listener->xp_ops != &lst_ops || !out)
+		return -RPCRDMA_ERR_INVAL;
+	s = (struct srv *)listener->xp_p1;
+	if (!s->drc)
+		return -RPCRDMA_ERR_INVAL;
+	pthread_mutex_lock(&s->lock);
+	rpcrdma__drc_stats(s->drc, out);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
 int rpcrdma_svc_totals(SVCXPRT *listener, struct rpcrdma_eng_stats *out)

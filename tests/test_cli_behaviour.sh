@@ -153,6 +153,8 @@ for i in 1 2 3; do
 	sleep 0.3
 done
 got=$(grep -c 'statistics (SIGUSR1)' "$out/serve")
+drc=$(grep -c '^duplicate request cache: 0 calls sent again answered' "$out/serve")
+[ "$drc" -eq 3 ] || fail "serve's reports: $drc lines of the duplicate request cache, wanted 3"
 [ "$got" -eq 3 ] && kill -0 "$spid" || fail "serve after 3 SIGUSR1: $got reports, alive: $(kill -0 "$spid" && echo yes)"
 "$BIN" ping "127.0.0.1:$rport" -c 1 -i 0 >/dev/null || fail "ping after 3 SIGUSR1"
 # --tirpc to the TCP port: works; to the RDMA port: a clear error, not SIGPIPE
@@ -183,7 +185,21 @@ assert "listening" in objs[0], objs[0]
 stats = [o for o in objs if "statistics" in o]
 assert [o["statistics"] for o in stats] == ["SIGUSR1", "exit"], stats
 assert all("connections" in o and "all" in o for o in stats)
+assert all(o["drc"]["replayed"] == 0 and o["drc"]["entries"] >= 0 for o in stats), stats
 print("serve --json-lines:", len(objs), "objects")
+PY
+# --no-drc: no cache, so no figures of it
+"$BIN" serve --listen 127.0.0.1:0 --json-lines --no-drc >"$out/sn" 2>/dev/null &
+spid=$!
+for _ in $(seq 100); do grep -q '^{"listening"' "$out/sn" && break; sleep 0.1; done
+kill -TERM "$spid"
+wait "$spid"
+spid=
+python3 - "$out/sn" <<'PY' || fail "serve --no-drc --json-lines"
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+stats = [o for o in objs if "statistics" in o]
+assert stats and all("drc" not in o for o in stats), objs
 PY
 "$BIN" serve --listen 127.0.0.1:0 --json >"$out/sjd" 2>/dev/null &
 spid=$!

@@ -153,7 +153,12 @@ struct rpcrdma_svc_opts {
 				      does not hold back the rest (replies then go in the order
 				      they finish, as knfsd's do); 0 or 1: one at a time, in
 				      the order they arrived */
-	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
+	int32_t drc_entries;       /* the duplicate request cache (docs/RPC.md): replies kept
+				      for calls sent again after a reconnection; 0: 1024
+				      entries, -1: no cache */
+	uint32_t drc_reply_max;    /* replies longer than this (bytes, DDP items included) are
+				      not kept; 0: 4096 */
+	uint64_t reserved[6];       /* zero: room for fields to come without an ABI break */
 };
 #define RPCRDMA_PORT_ANY 0xffffffffu
 
@@ -177,6 +182,19 @@ RPCRDMA_API int rpcrdma_svc_conns(SVCXPRT *listener, rpcrdma_svc_conn_fn fn, voi
  * transport): what a duplicate request cache needs, since a client sends a call again
  * with the same XID after a reconnection (RFC 8166 §4.5). */
 RPCRDMA_API uint32_t rpcrdma_svc_getxid(SVCXPRT *xprt);
+/* The duplicate request cache of a listener (rpcrdma_svc_opts.drc_entries). */
+struct rpcrdma_svc_drc_stats {
+	uint64_t replayed;   /* calls sent again, answered with the kept reply */
+	uint64_t waited;     /* calls sent again while the original ran: answered with its
+				reply once it was sent */
+	uint64_t kept;       /* replies kept */
+	uint64_t too_long;   /* replies longer than drc_reply_max: not kept */
+	uint64_t evicted;    /* kept replies dropped for room or age (120 s) */
+	uint64_t entries;    /* now: calls running and replies kept */
+	uint64_t bytes;      /* now: bytes of replies kept */
+};
+/* 0, or -RPCRDMA_ERR_INVAL where the listener has no cache (drc_entries -1). */
+RPCRDMA_API int rpcrdma_svc_drc_stats(SVCXPRT *listener, struct rpcrdma_svc_drc_stats *out);
 /* The port the listener got. */
 RPCRDMA_API uint16_t svc_rdma_port(SVCXPRT *listener);
 /* Dispatch requests of every RDMA connection with nthreads worker threads (<= 1: this

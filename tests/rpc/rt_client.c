@@ -4,7 +4,7 @@
  *
  * Usage: rt_client rdma-tcp|rdma-verbs|rdma-shm|tcp HOST PORT
  *            [nobinding|foreign|gone|noreconnect|rpcbind|keepalive|restart [SECONDS]
- *             |gss [CAPTURE]]
+ *             |gss [CAPTURE]|drc|drc-off]
  * Prints a line per outcome (compared across transports by the test script) and
  * "N passed, N failed". */
 #define _GNU_SOURCE   /* memmem */
@@ -553,6 +553,77 @@ static int run_gss(const char *t, CLIENT *cl, const char *pcap_path)
 }
 #endif
 
+/* At most once across reconnections (the server's duplicate request cache, docs/RPC.md):
+ * RT_BUMP sleeps 900 ms on the server, then counts; a NULL call behind it times out
+ * unanswered, which ends the connection, and the client sends RT_BUMP again on the next
+ * one with its XID. The server meets it after the original finished (one thread: the
+ * kept reply answers it) or while it runs (workers: it waits for the original's reply).
+ * Each round's count must be the last one plus one, as must a last plain call's: the
+ * counter equals the calls made. Against a server without the cache (off), the call
+ * sent again runs again: the count goes up by two a round (the test can fail). */
+struct drc_b {
+	CLIENT *cl;
+	enum clnt_stat st;
+};
+
+static void *drc_null(void *arg)
+{
+	struct drc_b *b = arg;
+	struct timespec ts = { 0, 200000000 };
+
+	nanosleep(&ts, NULL);
+	b->st = raw_call(b->cl, RT_NULL, 300);
+	return NULL;
+}
+
+static enum clnt_stat bump(CLIENT *cl, u_int ms, u_int *count)
+{
+	return clnt_call(cl, RT_BUMP, (xdrproc_t)xdr_u_int, (char *)&ms, (xdrproc_t)xdr_u_int,
+			 (char *)count, tv(15000));
+}
+
+static int run_drc(CLIENT *cl, int off)
+{
+	enum { ROUNDS = 3 };
+	u_int first = 0, count = 0, last, rounds_ok = 0, step = off ? 2 : 1;
+	uint64_t n0 = 0, n1 = 0;
+	rt_drc_res d;
+	int i;
+
+	CHECK(bump(cl, 0, &first) == RPC_SUCCESS);
+	last = first;
+	clnt_control(cl, RPCRDMA_CLGET_CONNECTS, (char *)&n0);
+	for (i = 0; i < ROUNDS; i++) {
+		struct drc_b b = { cl, RPC_SUCCESS };
+		enum clnt_stat st;
+		pthread_t th;
+
+		pthread_create(&th, NULL, drc_null, &b);
+		st = bump(cl, 900, &count);
+		pthread_join(th, NULL);
+		CHECK(st == RPC_SUCCESS && b.st == RPC_TIMEDOUT);
+		rounds_ok += st == RPC_SUCCESS && count == last + step;
+		printf("%s drc round %d: %s, count %u after %u, NULL behind it %s\n", mode, i,
+		       clnt_sperrno(st), count, last, clnt_sperrno(b.st));
+		last = count;
+	}
+	clnt_control(cl, RPCRDMA_CLGET_CONNECTS, (char *)&n1);
+	CHECK(n1 - n0 >= ROUNDS);
+	CHECK(rounds_ok == ROUNDS);
+	CHECK(bump(cl, 0, &count) == RPC_SUCCESS && count == last + 1);
+	memset(&d, 0, sizeof(d));
+	CHECK(clnt_call(cl, RT_DRC, (xdrproc_t)(void (*)(void))xdr_void, NULL,
+			(xdrproc_t)xdr_rt_drc_res, (char *)&d, tv(5000)) == RPC_SUCCESS);
+	CHECK(d.cache == !off);
+	CHECK(off || d.replayed + d.waited >= ROUNDS);
+	printf("%s drc %s: %u calls counted %u times over %llu reconnections; the server "
+	       "replayed %u kept replies, %u calls waited for their original\n", mode,
+	       off ? "off" : "on", ROUNDS + 2, count - first + 1,
+	       (unsigned long long)(n1 - n0), d.replayed, d.waited);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
+
 struct thr {
 	CLIENT *cl;
 	int id, bad;
@@ -904,6 +975,15 @@ int main(int argc, char **argv)
 		       failed ? "failed" : "ok", cl->cl_netid);
 		clnt_destroy(cl);
 		return failed != 0;
+	}
+	if (!strcmp(flag, "drc") || !strcmp(flag, "drc-off")) {
+		int rc = cl ? run_drc(cl, !strcmp(flag, "drc-off")) : 1;
+
+		if (!cl)
+			clnt_pcreateerror("rt_client");
+		else
+			clnt_destroy(cl);
+		return rc;
 	}
 	if (!strcmp(flag, "bulk")) {
 		if (!cl) {

@@ -88,9 +88,10 @@ bool_t rt_garbage_1_svc(rt_echo_args *a, void *result, struct svc_req *rq)
 
 /* Options after the mode: nobinding (no DDP binding), norrc (never send read chunks in
  * replies, as an RFC 8166 server), ports=RDMA_TCP,SHM (fixed ports, for restarts), xids
- * (print the XID of each RT_SLEEP call as it is dispatched). */
+ * (print the XID of each RT_SLEEP call as it is dispatched), nodrc (no duplicate request
+ * cache). */
 static struct srv_opts {
-	int workers, inline_dispatch, nobinding, norrc, xids, rpcbind, rdmaonly;
+	int workers, inline_dispatch, nobinding, norrc, xids, rpcbind, rdmaonly, nodrc;
 	unsigned rport, sport;
 } so;
 
@@ -166,6 +167,41 @@ bool_t rt_getlog_1_svc(void *argp, rt_seqs *res, struct svc_req *rq)
 	return TRUE;
 }
 
+/* A call that must run once however often it is sent: the counter's value after it. */
+static unsigned int bump_count;
+
+bool_t rt_bump_1_svc(u_int *ms, u_int *res, struct svc_req *rq)
+{
+	struct timespec ts = { *ms / 1000, (long)(*ms % 1000) * 1000000 };
+
+	(void)rq;
+	nanosleep(&ts, NULL);
+	*res = __atomic_add_fetch(&bump_count, 1, __ATOMIC_SEQ_CST);
+	return TRUE;
+}
+
+static SVCXPRT *rdma_listeners[2];
+
+bool_t rt_drc_1_svc(void *argp, rt_drc_res *res, struct svc_req *rq)
+{
+	struct rpcrdma_svc_drc_stats st;
+	int i;
+
+	(void)argp;
+	(void)rq;
+	memset(res, 0, sizeof(*res));
+	for (i = 0; i < 2; i++) {
+		if (!rdma_listeners[i] || rpcrdma_svc_drc_stats(rdma_listeners[i], &st))
+			continue;
+		res->cache = 1;
+		res->replayed += (u_int)st.replayed;
+		res->waited += (u_int)st.waited;
+		res->kept += (u_int)st.kept;
+		res->too_long += (u_int)st.too_long;
+	}
+	return TRUE;
+}
+
 /* Results are overwritten before they are freed: a transport that still read them after
  * svc_sendreply() returned (an RDMA Write from the dispatcher's memory) would deliver the
  * poison, and the client's pattern check fails. */
@@ -198,6 +234,8 @@ static void parse(int argc, char **argv)
 			so.rpcbind = 1;
 		else if (!strcmp(argv[i], "rdmaonly"))
 			so.rdmaonly = 1;
+		else if (!strcmp(argv[i], "nodrc"))
+			so.nodrc = 1;
 		else if (!strncmp(argv[i], "ports=", 6))
 			sscanf(argv[i] + 6, "%u,%u", &so.rport, &so.sport);
 	}
@@ -277,6 +315,7 @@ int main(int argc, char **argv)
 	o.host = test_host();
 	o.reply_read_chunks = so.norrc ? -1 : 0;
 	o.dispatch_inline = so.inline_dispatch;
+	o.drc_entries = so.nodrc ? -1 : 0;
 	rt = svc_rdma_create(&o);
 	o.provider = "shm";
 	o.no_ccp = 1;
@@ -288,6 +327,8 @@ int main(int argc, char **argv)
 			(void *)tcp);
 		return 1;
 	}
+	rdma_listeners[0] = rt;
+	rdma_listeners[1] = rs;
 	if (!svc_register(rt, RT_PROG, RT_V1, rt_prog_1, 0) ||
 	    !svc_register(rs, RT_PROG, RT_V1, rt_prog_1, 0) ||
 	    !svc_register(tcp, RT_PROG, RT_V1, rt_prog_1, 0)) {

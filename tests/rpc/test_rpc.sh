@@ -4,9 +4,10 @@
 # rt_client over each transport; the outcomes printed over RDMA must be those over TCP.
 # Then, over RDMA/tcp and RDMA/shm: calls without a binding (replies up to 64 MiB), an
 # RFC 8166-style server (no read chunks in replies), the server killed under a client (with
-# and without reconnection), and the server killed and restarted under a client calling
-# in a loop (no wrong result, calls sent again with their XIDs, calls after the restart
-# succeed). inline (requests dispatched on the progress threads): the bulk run only.
+# and without reconnection), a non-idempotent call sent again after a lost connection
+# (runs once: the duplicate request cache), and the server killed and restarted under a
+# client calling in a loop (no wrong result, calls sent again with their XIDs, calls after
+# the restart succeed). inline (requests dispatched on the progress threads): the bulk run only.
 # Usage: test_rpc.sh SERVER CLIENT svc_run|workers|inline
 set -u
 SERVER=$1
@@ -121,6 +122,22 @@ for tr in rdma-$R rdma-shm; do
 	cat "$out/ka"
 	stop_server
 done
+
+# at most once across reconnections: a call sent again after its connection was lost
+# runs once (the server's duplicate request cache answers it); without the cache it runs
+# twice, which shows that the scenario does send it again
+run_server
+for t in rdma-$R:$rport rdma-shm:$sport; do
+	echo "== ${t%%:*} drc"
+	timeout 120 "$CLIENT" "${t%%:*}" "$H" "${t##*:}" drc || rc=1
+done
+stop_server
+if [ "$MODE" = svc_run ]; then
+	run_server nodrc
+	echo "== rdma-$R drc off"
+	timeout 120 "$CLIENT" rdma-$R "$H" "$rport" drc-off || rc=1
+	stop_server
+fi
 
 # killed and started again on the same port while a client calls in a loop
 for tr in rdma-$R rdma-shm; do

@@ -111,6 +111,30 @@ static void print_conn(void *ctx, const struct sockaddr *peer, const struct rpcr
 
 static SVCXPRT *listener;
 
+/* The duplicate request cache's figures (none with --no-drc). */
+static void print_drc(void)
+{
+	struct rpcrdma_svc_drc_stats d;
+
+	if (rpcrdma_svc_drc_stats(listener, &d))
+		return;
+	if (json) {
+		printf(",\"drc\":{\"replayed\":%llu,\"waited\":%llu,\"kept\":%llu,"
+		       "\"too_long\":%llu,\"evicted\":%llu,\"entries\":%llu,\"bytes\":%llu}",
+		       (unsigned long long)d.replayed, (unsigned long long)d.waited,
+		       (unsigned long long)d.kept, (unsigned long long)d.too_long,
+		       (unsigned long long)d.evicted, (unsigned long long)d.entries,
+		       (unsigned long long)d.bytes);
+		return;
+	}
+	printf("duplicate request cache: %llu calls sent again answered (%llu of them waited "
+	       "for the first), %llu replies kept, %llu too long to keep, %llu evicted; %llu "
+	       "entries, %llu bytes now\n", (unsigned long long)(d.replayed + d.waited),
+	       (unsigned long long)d.waited, (unsigned long long)d.kept,
+	       (unsigned long long)d.too_long, (unsigned long long)d.evicted,
+	       (unsigned long long)d.entries, (unsigned long long)d.bytes);
+}
+
 static void print_stats(const char *why)
 {
 	struct rpcrdma_eng_stats all;
@@ -124,6 +148,7 @@ static void print_stats(const char *why)
 			json_conn(NULL, &all);
 		else
 			printf("null");
+		print_drc();
 		printf("}\n");
 		fflush(stdout);
 		return;
@@ -135,6 +160,7 @@ static void print_stats(const char *why)
 		printf("all connections so far:\n");
 		print_conn(NULL, NULL, &all);
 	}
+	print_drc();
 	ps_pcap_report(stdout);
 	fflush(stdout);
 }
@@ -171,8 +197,8 @@ static void *rdma_workers(void *arg)
 static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma serve [--provider tcp|shm|verbs|NAME] [--listen HOST:PORT]\n"
-	      "                     [--threads N] [--tcp PORT] [--callback] [--json | --json-lines]\n"
-	      "                     [--pcap FILE [--pcap-snaplen N]]\n"
+	      "                     [--threads N] [--tcp PORT] [--callback] [--no-drc]\n"
+	      "                     [--json | --json-lines] [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Serves the built-in test program (NULL, ECHO, READ by write chunk, WRITE by read\n"
 	      "chunk; long calls and replies) over RPC-over-RDMA; --tcp also over ONC RPC/TCP.\n"
 	      "RDMA requests are dispatched on the connection-progress thread, or by N worker\n"
@@ -180,6 +206,8 @@ static void usage(FILE *f)
 	      "--callback: the CALLBACK procedure calls its client back over the client's own\n"
 	      "connection (RFC 8167 backchannel; `ping --callback`); requests are then\n"
 	      "dispatched off the progress thread, which completes the backward calls.\n"
+	      "--no-drc: no duplicate request cache (a call a client sends again after a\n"
+	      "lost connection runs again; by default it gets the first one's reply).\n"
 	      "Port 20049 unless given (0: any). Statistics on SIGUSR1 and at exit (SIGINT,\n"
 	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready. --json-lines: that\n"
 	      "and each report as a JSON object on a line of its own, as they come; --json: one\n"
@@ -193,7 +221,7 @@ int cmd_serve(int argc, char **argv)
 		{ "provider", required_argument, 0, 'p' }, { "listen", required_argument, 0, 'l' },
 		{ "threads", required_argument, 0, 't' }, { "tcp", required_argument, 0, 'T' },
 		{ "json", no_argument, 0, 'j' }, { "callback", no_argument, 0, 'C' },
-		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "no-drc", no_argument, 0, 'D' }, PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	const char *provider = "tcp", *pcap = NULL;
 	char host[256] = "";
@@ -208,6 +236,7 @@ int cmd_serve(int argc, char **argv)
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'C': ps_callbacks_enabled = 1; break;
+		case 'D': ps_drc_off = 1; break;
 		case 'p': provider = optarg; break;
 		case 'l':
 			if (ps_parse_addr("serve", optarg, host, sizeof(host), &port,

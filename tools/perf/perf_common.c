@@ -95,6 +95,7 @@ bool_t ps_write_1_svc(ps_write_args *a, u_int *r, struct svc_req *rq)
  * back whole. Backward calls wait for their replies, so this runs on a dispatching
  * thread, never the progress thread (`serve --callback`). */
 int ps_callbacks_enabled;
+int ps_drc_off;
 
 bool_t ps_callback_1_svc(ps_callback_args *a, u_int *r, struct svc_req *rq)
 {
@@ -281,6 +282,7 @@ SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp
 	o.host = host;
 	o.port = port ? port : RPCRDMA_PORT_ANY;
 	o.dispatch_inline = inline_dispatch;
+	o.drc_entries = ps_drc_off ? -1 : 0;
 	serve_err[0] = '\0';
 	x = svc_rdma_create(&o);
 	if (!x) {

@@ -76,6 +76,8 @@ void ps_explain_create_error(const char *cmd, const char *provider, const char *
  * so each carries at most this much. */
 #define PS_CB_MAX 3072u
 extern int ps_callbacks_enabled;
+/* serve --no-drc: listeners without a duplicate request cache. */
+extern int ps_drc_off;
 void perf_cb_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
 
 #endif

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The server's duplicate request cache: at most once across reconnections.
+ *
+ * A client sends a call again, with its XID, on the connection that follows a lost one
+ * (RFC 8166 §4.5, docs/RPC.md); the original may have run already, or be running. Each
+ * call taken for dispatch gets an entry, keyed as knfsd keys its cache: XID, the client's
+ * address (without its port: a new connection has another), program, version,
+ * procedure, the call's length and a checksum of the first bytes of its arguments. The
+ * entry holds the reply once it is sent, stream and DDP items, up to reply_max bytes.
+ * Entries whose reply is kept are evicted oldest first, beyond max entries or
+ * DRC_TTL_MS old; entries still running are never evicted (the credits bound them).
+ * No I/O and no lock here: the listener's lock covers every call. */
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc_int.h"
+
+#define DRC_TTL_MS 120000u   /* knfsd's RC_EXPIRE */
+#define DRC_SUM_BYTES 256u   /* knfsd's RC_CSUMLEN */
+
+struct rpcrdma__drc_ent {
+	struct rpcrdma__drc_key k;
+	struct rpcrdma__drc_ent *hnext;           /* its hash chain */
+	struct rpcrdma__drc_ent *older, *newer;   /* kept replies, by age */
+	uint64_t kept_ms;
+	int kept;
+	uint8_t *reply;                           /* the stream, then each item's bytes */
+	uint32_t bytes, reply_cap;
+	struct rpcrdma_reply_args a;              /* pointing into reply */
+	struct rpcrdma_ddp_item items[RPCRDMA_DEF_LIST_CHUNKS];
+};
+
+struct rpcrdma__drc {
+	struct rpcrdma__drc_ent **table;
+	uint32_t mask;
+	uint32_t max_entries, reply_max;
+	struct rpcrdma__drc_ent *oldest, *newest;
+	struct rpcrdma__drc_ent *spare;   /* the last one evicted, for the next call: no
+					     malloc or free a call once the cache is full */
+	struct rpcrdma_svc_drc_stats st;
+};
+
+struct rpcrdma__drc *rpcrdma__drc_new(uint32_t max_entries, uint32_t reply_max)
+{
+	struct rpcrdma__drc *d = calloc(1, sizeof(*d));
+	uint32_t n = 16;
+
+	if (!d)
+		return NULL;
+	while (n < max_entries && n < (1u << 20))
+		n <<= 1;
+	d->table = calloc(n, sizeof(*d->table));
+	if (!d->table) {
+		free(d);
+		return NULL;
+	}
+	d->mask = n - 1;
+	d->max_entries = max_entries;
+	d->reply_max = reply_max;
+	return d;
+}
+
+static void ent_free(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
+{
+	d->st.bytes -= e->bytes;
+	d->st.entries--;
+	if (!d->spare) {
+		d->spare = e;
+		return;
+	}
+	free(e->reply);
+	free(e);
+}
+
+/* A cleared entry, its reply buffer kept. */
+static struct rpcrdma__drc_ent *ent_get(struct rpcrdma__drc *d)
+{
+	struct rpcrdma__drc_ent *e = d->spare;
+	uint8_t *reply;
+	uint32_t cap;
+
+	if (!e)
+		return calloc(1, sizeof(*e));
+	d->spare = NULL;
+	reply = e->reply;
+	cap = e->reply_cap;
+	memset(e, 0, sizeof(*e));
+	e->reply = reply;
+	e->reply_cap = cap;
+	return e;
+}
+
+void rpcrdma__drc_free(struct rpcrdma__drc *d)
+{
+	uint32_t i;
+
+	if (!d)
+		return;
+	for (i = 0; i <= d->mask; i++)
+		while (d->table[i]) {
+			struct rpcrdma__drc_ent *e = d->table[i];
+
+			d->table[i] = e->hnext;
+			ent_free(d, e);
+		}
+	if (d->spare)
+		free(d->spare->reply);
+	free(d->spare);
+	free(d->table);
+	free(d);
+}
+
+/* The checksum tells apart two calls that share an XID by chance (a client restarted,
+ * or two clients behind one address); no attacker is in the model. Four lanes of eight
+ * bytes a step, so that the multiplications overlap (a byte a step, it was half of the
+ * cache's cost per call). Host byte order: the key never leaves the process. */
+static uint64_t mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0xff51afd7ed558ccdull;
+	return h ^ (h >> 29);
+}
+
+static uint32_t mix_sum(uint64_t seed, const uint8_t *p, uint32_t n)
+{
+	uint64_t l[4] = { seed, seed + 1, seed + 2, seed + 3 }, w, h;
+	int i;
+
+	for (; n >= 32; p += 32, n -= 32)
+		for (i = 0; i < 4; i++) {
+			memcpy(&w, p + 8 * i, 8);
+			l[i] = mix(l[i], w);
+		}
+	h = mix(mix(mix(l[0], l[1]), l[2]), l[3]);
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = mix(h, w);
+	}
+	while (n--)
+		h = (h ^ *p++) * 0x100000001b3ull;
+	h ^= h >> 32;
+	return (uint32_t)h;
+}
+
+void rpcrdma__drc_key(struct rpcrdma__drc_key *k, const struct sockaddr_storage *peer,
+		      size_t peer_len, const struct rpc_msg *call, const uint8_t *args,
+		      uint32_t args_len, uint32_t call_len)
+{
+	memset(k, 0, sizeof(*k));
+	k->xid = call->rm_xid;
+	k->prog = (uint32_t)call->rm_call.cb_prog;
+	k->vers = (uint32_t)call->rm_call.cb_vers;
+	k->proc = (uint32_t)call->rm_call.cb_proc;
+	k->len = call_len;
+	k->sum = mix_sum(0x9e3779b97f4a7c15ull, args,
+			 args_len < DRC_SUM_BYTES ? args_len : DRC_SUM_BYTES);
+	if (peer_len >= sizeof(struct sockaddr_in) && peer->ss_family == AF_INET) {
+		k->family = AF_INET;
+		memcpy(k->addr, &((const struct sockaddr_in *)peer)->sin_addr, 4);
+	} else if (peer_len >= sizeof(struct sockaddr_in6) && peer->ss_family == AF_INET6) {
+		k->family = AF_INET6;
+		memcpy(k->addr, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
+	}
+}
+
+static bool key_eq(const struct rpcrdma__drc_key *a, const struct rpcrdma__drc_key *b)
+{
+	return a->xid == b->xid && a->prog == b->prog && a->vers == b->vers &&
+	       a->proc == b->proc && a->len == b->len && a->sum == b->sum &&
+	       a->family == b->family && !memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
+static uint32_t key_hash(const struct rpcrdma__drc *d, const struct rpcrdma__drc_key *k)
+{
+	return mix_sum(k->xid, k->addr, sizeof(k->addr)) & d->mask;
+}
+
+static void unhash(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
+{
+	struct rpcrdma__drc_ent **pp = &d->table[key_hash(d, &e->k)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+}
+
+static void age_unlink(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
+{
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		d->oldest = e->newer;
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		d->newest = e->older;
+	e->older = e->newer = NULL;
+}
+
+static void evict(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
+{
+	unhash(d, e);
+	if (e->kept)
+		age_unlink(d, e);
+	ent_free(d, e);
+}
+
+/* The oldest kept replies go while there are more than max entries, and any kept
+ * longer than DRC_TTL_MS. */
+static void make_room(struct rpcrdma__drc *d, uint32_t max, uint64_t now_ms)
+{
+	while (d->oldest && (d->st.entries > max || now_ms - d->oldest->kept_ms > DRC_TTL_MS)) {
+		evict(d, d->oldest);
+		d->st.evicted++;
+	}
+}
+
+void rpcrdma__drc_expire(struct rpcrdma__drc *d, uint64_t now_ms)
+{
+	if (d)
+		make_room(d, d->max_entries, now_ms);
+}
+
+int rpcrdma__drc_lookup(struct rpcrdma__drc *d, const struct rpcrdma__drc_key *k,
+			uint64_t now_ms, struct rpcrdma__drc_ent **out)
+{
+	uint32_t h = key_hash(d, k);
+	struct rpcrdma__drc_ent *e;
+
+	for (e = d->table[h]; e; e = e->hnext)
+		if (key_eq(&e->k, k))
+			break;
+	if (e && e->kept && now_ms - e->kept_ms <= DRC_TTL_MS) {
+		d->st.replayed++;
+		*out = e;
+		return RPCRDMA__DRC_KEPT;
+	}
+	if (e && !e->kept) {
+		d->st.waited++;
+		*out = e;
+		return RPCRDMA__DRC_RUNNING;
+	}
+	if (e)
+		evict(d, e);   /* too old to be this call's */
+	make_room(d, d->max_entries - 1, now_ms);   /* room for this one */
+	*out = e = ent_get(d);
+	if (!e)
+		return RPCRDMA__DRC_NEW;   /* served without the cache */
+	e->k = *k;
+	e->hnext = d->table[h];
+	d->table[h] = e;
+	d->st.entries++;
+	return RPCRDMA__DRC_NEW;
+}
+
+void rpcrdma__drc_forget(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
+{
+	if (d && e)
+		evict(d, e);
+}
+
+static uint64_t reply_bytes(const struct rpcrdma_reply_args *a)
+{
+	uint64_t n = a->xdr_len;
+	uint32_t i;
+
+	for (i = 0; i < a->nitems; i++)
+		n += a->items[i].len;
+	return n;
+}
+
+/* A copy of the reply in one buffer, items after the stream, as the entry's. */
+static int keep_copy(struct rpcrdma__drc_ent *e, const struct rpcrdma_reply_args *a,
+		     uint32_t total)
+{
+	uint32_t i, at = a->xdr_len;
+
+	if (e->reply_cap < total || !e->reply) {
+		uint8_t *n = realloc(e->reply, total ? total : 1);
+
+		if (!n)
+			return -1;
+		e->reply = n;
+		e->reply_cap = total ? total : 1;
+	}
+	memcpy(e->reply, a->xdr, a->xdr_len);
+	for (i = 0; i < a->nitems; i++) {
+		e->items[i] = a->items[i];
+		if (a->items[i].len)
+			memcpy(e->reply + at, a->items[i].data, a->items[i].len);
+		e->items[i].data = e->reply + at;
+		at += a->items[i].len;
+	}
+	e->a.xdr = e->reply;
+	e->a.xdr_len = a->xdr_len;
+	e->a.items = e->items;
+	e->a.nitems = a->nitems;
+	e->bytes = total;
+	return 0;
+}
+
+int rpcrdma__drc_keep(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e,
+		      const struct rpcrdma_reply_args *a, uint64_t now_ms)
+{
+	uint64_t total = reply_bytes(a);
+
+	if (total > d->reply_max || a->nitems > RPCRDMA_DEF_LIST_CHUNKS) {
+		d->st.too_long++;
+		evict(d, e);
+		return 0;
+	}
+	if (keep_copy(e, a, (uint32_t)total)) {
+		evict(d, e);
+		return 0;
+	}
+	d->st.bytes += e->bytes;
+	d->st.kept++;
+	e->kept = 1;
+	e->kept_ms = now_ms;
+	e->older = d->newest;
+	if (d->newest)
+		d->newest->newer = e;
+	else
+		d->oldest = e;
+	d->newest = e;
+	return 1;
+}
+
+const struct rpcrdma_reply_args *rpcrdma__drc_reply(const struct rpcrdma__drc_ent *e)
+{
+	return &e->a;
+}
+
+void rpcrdma__drc_stats(const struct rpcrdma__drc *d, struct rpcrdma_svc_drc_stats *out)
+{
+	*out = d->st;
+}
