@@ -266,6 +266,7 @@ static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
 		return;
 	e->eq_looked = now;
 	e->eq_due = 0;
+	rpcrdma__fab_clear_errno();
 	rc = fi_eq_read(e->eq, &event, &ent, sizeof(ent), 0);
 	if (rc != -FI_EAGAIN)
 		e->eq_armed = false;   /* what it took may have left the fd signalled */

@@ -267,6 +267,15 @@ void rpcrdma__fab_local_add(struct fab_ep *e);
 void rpcrdma__fab_local_leave(struct fab_ep *e);
 void rpcrdma__fab_local_peer_set(struct fab_ep *e, const void *name, size_t len, uint32_t pid);
 void rpcrdma__fab_lose_connection(struct fab_ep *e, struct rpcrdma__sink *s);
+/* libfabric 1.17's tcp provider reads a connection request with recv() and, when the peer
+ * has already closed (recv returns 0), takes errno for the reason: an EAGAIN left over
+ * from any earlier non-blocking call (an eventfd drained, a socket polled) makes it keep
+ * the socket in its poll set, never closed, never reported: the sockets tcp_reap.c finds.
+ * errno cleared before each look at an event queue, it sees FI_EIO and closes them. */
+static inline void rpcrdma__fab_clear_errno(void)
+{
+	errno = 0;
+}
 void rpcrdma__fab_lst_unlink(struct fab_ep *e);
 void rpcrdma__fab_orphan(struct fab_ep *e);
 void rpcrdma__fab_set_err(char *err, size_t errlen, const char *fmt, const char *a,

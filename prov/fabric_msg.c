@@ -94,7 +94,10 @@ int rpcrdma__fab_msg_listen(struct fab_prov *fp, const char *host, uint16_t port
 static int eq_wait(struct fid_eq *eq, int timeout_ms, uint32_t *event, void *buf, size_t len,
 		   struct fi_eq_err_entry *err)
 {
-	ssize_t rc = fi_eq_sread(eq, event, buf, len, timeout_ms, 0);
+	ssize_t rc;
+
+	rpcrdma__fab_clear_errno();
+	rc = fi_eq_sread(eq, event, buf, len, timeout_ms, 0);
 
 	if (rc == -FI_EAVAIL) {
 		memset(err, 0, sizeof(*err));

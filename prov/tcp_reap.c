@@ -2,10 +2,11 @@
 /* Sockets that libfabric's tcp provider (1.17) accepted and then lost track of.
  *
  * The provider accepts every TCP connection on a listening endpoint and waits for its
- * connection request; when it looks at such a socket before any byte has arrived, it
- * stops watching it (tcpx_run_conn: halted, then -EAGAIN) and never closes it. A client
- * that connects at the TCP level and goes away without speaking (a port scanner, a
- * hostile or broken peer) then leaves a socket in CLOSE-WAIT and an fd held forever.
+ * connection request; when the peer has gone without a word, recv() returns 0 and the
+ * provider takes a stale errno (EAGAIN) for the reason, so it keeps the socket in its poll
+ * set and never closes it: a socket in CLOSE-WAIT and an fd held forever. Clearing errno
+ * before each look at an event queue (rpcrdma__fab_clear_errno, fabric_int.h) avoids
+ * nearly all of them; this reaper is the safety net for the rest.
  *
  * Nothing in libfabric's API reaches those sockets, so the listener finds them the way
  * `ss` does: sockets of this process (/proc/self/fd) that are in CLOSE-WAIT on the
