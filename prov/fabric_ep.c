@@ -123,8 +123,9 @@ void rpcrdma__fab_cq_error(struct fab_ep *e, struct rpcrdma__sink *s)
 
 /* ---- peers in this process ----
  * With both ends of a shm connection in one process (a program that calls itself),
- * libfabric 1.17's shm reaches the peer's region through the peer endpoint's own mapping,
- * which goes when that endpoint is closed: a post or a completion after that touches
+ * libfabric's shm (1.17; 2.1 too: smr_map_to_region() takes the region of an endpoint
+ * of the same process from its list) reaches the peer's region through that endpoint's
+ * mapping, which goes when that endpoint is closed: a post or a completion after that touches
  * unmapped memory. So this process keeps a list of its live shm endpoints; an endpoint
  * whose peer is one of them holds the list's read lock around each libfabric call and
  * goes ahead only while the peer is listed, and an endpoint leaves the list (write lock,
@@ -430,8 +431,8 @@ void rpcrdma__fab_orphan(struct fab_ep *e)
 }
 
 /* The address vector of an endpoint whose peer was in this process is never closed.
- * libfabric 1.17's shm reaches such a peer through that peer's own mapping of its region,
- * and closing the AV after the peer has closed unmaps through a stale pointer: a read of
+ * libfabric's shm (1.17, 2.1) reaches such a peer through that peer's own mapping of its
+ * region, and closing the AV after the peer has closed unmaps through a stale pointer: a read of
  * freed memory (test_backchannel crashed in 1-7% of runs), or, once the range is mapped
  * again, another endpoint's region unmapped. Kept here, reachable, for the process's life
  * (its table of peers each); only programs that connect to themselves pay it. */

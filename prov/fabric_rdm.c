@@ -5,11 +5,12 @@
 
 /* ---- shm: processes killed holding a region's lock ----
  *
- * libfabric 1.17's shm keeps a spin lock in each endpoint's shared region: the owner
- * takes it to progress, a peer to post to it. A process killed while holding one (it
- * does while it polls or posts) leaves whoever needs that lock spinning for ever inside
- * libfabric, and with it every connection that thread serves. rpcrdma__fab_peer_alive_now() keeps us
- * from posting to a peer already dead; the watchdog covers the rest. Every libfabric call
+ * libfabric's shm (1.17, and 2.1 still) keeps a spin lock in each endpoint's shared
+ * region: the owner takes it to progress, a peer to post to it. A process killed while
+ * holding one (it does while it polls or posts) leaves whoever needs that lock spinning
+ * for ever inside libfabric, and with it every connection that thread serves.
+ * rpcrdma__fab_peer_alive_now() keeps us from posting to a peer already dead; the
+ * watchdog covers the rest. Every libfabric call
  * on an emulated endpoint is marked (busy_begin/_end) and the watchdog times the calls it
  * sees under way; a call stuck for WD_DEAD_MS while the connection's peer is dead, or for
  * WD_STUCK_MS in any case (a spin lock is held for microseconds, so its holder is dead or
@@ -188,7 +189,7 @@ void rpcrdma__fab_wd_unwatch(struct fab_ep *e)
  * before each connect and accept; at exit their region files are kept for the peer to
  * map (removed by rpcrdma__shm_reap once we are gone). A connect to a listener that has
  * not taken our last CONNREQ yet waits for that one (its timeout) instead of queueing
- * another name. Only where the peer's region header is known (libfabric 1.17). */
+ * another name. Only where the peer's region header is known (libfabric 1.17, 2.1). */
 #define PARK_PROBE_MS 0   /* one try: a look, not a wait (an accept sweeps too) */
 
 static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;

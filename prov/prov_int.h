@@ -126,8 +126,8 @@ void rpcrdma__shm_name_release(const char *name, int lockfd);
 void rpcrdma__shm_reap(void);
 int rpcrdma__pid_watch(uint32_t pid);
 int rpcrdma__proc_gone(int pidfd, uint32_t pid);
-/* The header of a peer's region (libfabric 1.17 only; NULL otherwise), to release a lock
- * its dead owner held: 1 if it was held. */
+/* The header of a peer's region (the layouts of libfabric 1.17 and 2.1; NULL for another),
+ * to release a lock its dead owner held: 1 if it was held. */
 void *rpcrdma__shm_region_map(const char *name, uint32_t pid);
 void rpcrdma__shm_region_unmap(void *hdr);
 int rpcrdma__shm_region_unlock(void *hdr);

@@ -15,7 +15,8 @@
  *   stamps its ctime), a sweep REAP_GRACE_S later removes it.
  * - A connection maps the first page of its peer's region itself, so that a lock the
  *   peer died holding can be released (rpcrdma__shm_region_unlock). This knows the
- *   region header of libfabric 1.17 (SMR_VERSION 4) and does nothing with another.
+ *   region headers of libfabric 1.17 (SMR_VERSION 4) and 2.1 (8), and does nothing with
+ *   another.
  * - Each side learns the other's process id when the connection is made and watches it
  *   with a pidfd, which becomes readable when that process ends: that is the disconnect
  *   a killed peer never sends. */
@@ -40,12 +41,34 @@
 
 #define SHM_DIR "/dev/shm"
 #define REAP_GRACE_S 5
-/* libfabric 1.17's struct smr_region starts: u8 version, u8 resv, u16 flags, int pid,
- * two u8 caps, u32 max_sar_buf_per_peer, void *base_addr, pthread_spinlock_t lock. */
-#define SMR17_VERSION 4
-#define SMR17_PID_OFF 4
-#define SMR17_LOCK_OFF 24
-#define SMR17_HDR_LEN 4096
+/* The region headers known here, by their first byte (SMR_VERSION). Both start u8 version,
+ * u8 resv, u16 flags, int pid. libfabric 1.17's (4): two u8 caps, u32
+ * max_sar_buf_per_peer, void *base_addr, then pthread_spinlock_t lock. libfabric 2.1's
+ * (8, prov/shm/src/smr_util.h): four u8, u32 max_sar_buf_per_peer, two struct
+ * ofi_xpmem_pinfo (int64_t, uintptr_t), void *base_addr, then the lock, which 2.1 still
+ * takes to post to a peer. Another version: no lock is ever released. */
+#define SMR_PID_OFF 4
+#define SMR_HDR_LEN 4096
+static const struct {
+	uint8_t version;
+	uint8_t lock_off;
+} smr_layouts[] = { { 4, 24 }, { 8, 56 } };
+
+/* Where the region's lock is, or -1 for a header of another version. */
+static int smr_lock_off(const uint8_t *hdr)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(smr_layouts) / sizeof(smr_layouts[0]); i++)
+		if (hdr[0] == smr_layouts[i].version)
+			return smr_layouts[i].lock_off;
+	return -1;
+}
+
+static pthread_spinlock_t *smr_lock(void *hdr)
+{
+	return (pthread_spinlock_t *)((uint8_t *)hdr + smr_lock_off(hdr));
+}
 
 /* The file of a region named `name` (libfabric drops its "fi_shm://" prefix); names
  * come from readdir() or our own listeners, so they fit. */
@@ -205,7 +228,7 @@ uint32_t rpcrdma__shm_region_pid(const void *hdr)
 	uint32_t pid = 0;
 
 	if (hdr)
-		memcpy(&pid, (const uint8_t *)hdr + SMR17_PID_OFF, sizeof(pid));
+		memcpy(&pid, (const uint8_t *)hdr + SMR_PID_OFF, sizeof(pid));
 	return pid;
 }
 
@@ -221,13 +244,13 @@ void *rpcrdma__shm_region_map(const char *name, uint32_t pid)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	hdr = mmap(NULL, SMR17_HDR_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	hdr = mmap(NULL, SMR_HDR_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (hdr == MAP_FAILED)
 		return NULL;
 	owner = rpcrdma__shm_region_pid(hdr);
-	if (hdr[0] != SMR17_VERSION || (pid && owner != pid) || sizeof(pthread_spinlock_t) != 4) {
-		munmap(hdr, SMR17_HDR_LEN);
+	if (smr_lock_off(hdr) < 0 || (pid && owner != pid) || sizeof(pthread_spinlock_t) != 4) {
+		munmap(hdr, SMR_HDR_LEN);
 		return NULL;
 	}
 	return hdr;
@@ -241,7 +264,7 @@ void *rpcrdma__shm_region_map(const char *name, uint32_t pid)
 void rpcrdma__shm_region_unmap(void *hdr)
 {
 	if (hdr)
-		munmap(hdr, SMR17_HDR_LEN);
+		munmap(hdr, SMR_HDR_LEN);
 }
 
 /* A region that must outlive its endpoint (a peer may still map it by name: fabric_rdm.c,
@@ -274,7 +297,7 @@ void rpcrdma__shm_keep_end(const char *name, const char *keep)
 void rpcrdma__shm_region_hold(void *hdr)
 {
 	if (hdr)
-		pthread_spin_lock((pthread_spinlock_t *)((uint8_t *)hdr + SMR17_LOCK_OFF));
+		pthread_spin_lock(smr_lock(hdr));
 }
 
 /* Only for a region whose owner is dead: its lock then has no holder that will ever
@@ -285,7 +308,7 @@ int rpcrdma__shm_region_unlock(void *hdr)
 
 	if (!hdr)
 		return 0;
-	lock = (pthread_spinlock_t *)((uint8_t *)hdr + SMR17_LOCK_OFF);
+	lock = smr_lock(hdr);
 	if (pthread_spin_trylock(lock) == 0) {
 		pthread_spin_unlock(lock);
 		return 0;

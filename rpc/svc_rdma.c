@@ -1080,6 +1080,7 @@ static int accept_one(struct srv *s, uint64_t now_ms)
 {
 	struct rpcrdma_connreq *req;
 	struct sconn *c;
+	int rc;
 
 	if (!listener_look_now(s, now_ms) || rpcrdma_listener_get(s->l, 0, &req))
 		return 0;
@@ -1091,7 +1092,13 @@ static int accept_one(struct srv *s, uint64_t now_ms)
 	}
 	c->srv = s;
 	c->xprt.xp_fd = conn_fd(s);
-	if (c->xprt.xp_fd < 0 || conn_engine(s, c, req)) {
+	rc = c->xprt.xp_fd < 0 ? -RPCRDMA_ERR_NOMEM : conn_engine(s, c, req);
+	if (rc) {
+		/* the budget's refusal says so itself */
+		if (rc != -RPCRDMA_ERR_NOSPC)
+			rpcrdma_log(RPCRDMA_LOG_WARN, "could not accept a connection over %s: %s%s",
+				    s->opts.provider, rpcrdma_strerror(rc),
+				    c->xprt.xp_fd < 0 ? " (no descriptor for it)" : "");
 		conn_free(c);
 		return 1;
 	}

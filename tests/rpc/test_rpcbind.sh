@@ -85,11 +85,11 @@ rpcinfo -s "$H" | grep -q "^ *$PROG " && fail "still registered after svc_unregi
 
 # an shm listener, registered as rpcgen's main does: netid rdma, address 0.0.0.0 and its
 # port (shm has no network address), never tcp
-shm_serve() {
-	RPCRDMA_PROVIDER=shm
-	export RPCRDMA_PROVIDER
+shm_serve() {   # the provider the others use ($RPCRDMA_PROVIDER: verbs in the VM) stays
+	local was=${RPCRDMA_PROVIDER-} set=${RPCRDMA_PROVIDER+1}
+	export RPCRDMA_PROVIDER=shm
 	serve rdmaonly
-	unset RPCRDMA_PROVIDER
+	if [ -n "$set" ]; then RPCRDMA_PROVIDER=$was; else unset RPCRDMA_PROVIDER; fi
 }
 shm_quit() {
 	echo quit >&3
