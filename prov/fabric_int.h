@@ -44,7 +44,8 @@
 #define PEER_CHECK_MS 50           /* how often an emulated connection looks at its peer */
 #define EQ_LOOK_MS 1               /* how often a polled connection reads its event queue */
 #define EQ_LOOK_SHARED_MS 100      /* ... one whose listener drains its completions */
-#define REAP_EVERY_MS 1000         /* how often a tcp listener looks for lost sockets */
+#define REAP_EVERY_MS 1000         /* how often a quiet tcp listener looks for lost sockets */
+#define REAP_BUSY_MS 10000         /* ... and one that is never quiet, on its request path */
 #define CQ_BATCH 16
 #define DEPTH_CAP 1024u
 #define REJECT_MARK "RJCT"
@@ -291,6 +292,7 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 			     size_t len, int timeout_ms, struct fab_ep **out);
 int rpcrdma__fab_rdm_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r);
 int rpcrdma__fab_rdm_prepare(struct rpcrdma_listener *l);
+void rpcrdma__fab_msg_prepare(struct fab_listener *l);
 int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l);
 int rpcrdma__fab_rdm_listener_arm(struct fab_listener *l);
 void rpcrdma__fab_handle_ctrl(struct fab_ep *e, size_t len);

@@ -298,6 +298,18 @@ static void fab_close(struct rpcrdma_prov *p)
 		rpcrdma__fab_prov_free(fp);
 }
 
+/* What a quiet listener does ahead: an endpoint for the next connection (shm), a look for
+ * sockets libfabric lost (tcp). */
+static int fab_listener_prepare(struct rpcrdma_listener *base)
+{
+	struct fab_listener *l = (struct fab_listener *)base;
+
+	if (l->fp->rdm)
+		return rpcrdma__fab_rdm_prepare(base);
+	rpcrdma__fab_msg_prepare(l);
+	return 0;
+}
+
 const struct rpcrdma_prov_ops rpcrdma__fab_ops = {
 	.close = fab_close,
 	.listen = fab_listen,
@@ -321,7 +333,7 @@ const struct rpcrdma_prov_ops rpcrdma__fab_ops = {
 	.ep_slept = rpcrdma__fab_slept,
 	.listener_arm = fab_listener_arm,
 	.listener_drain = fab_listener_drain,
-	.listener_prepare = rpcrdma__fab_rdm_prepare,
+	.listener_prepare = fab_listener_prepare,
 	.peer_addr = rpcrdma__fab_peer_addr,
 	.names = rpcrdma__fab_names,
 };

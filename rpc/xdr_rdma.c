@@ -578,6 +578,12 @@ bool rpcrdma__spin_more(unsigned polls)
 	if (++st.since_look < SPIN_LOOK_EVERY)
 		return true;
 	st.since_look = 0;
+	/* the peer we just sent to may have been woken onto this very core (the scheduler
+	 * places a wakee near its waker) and waits there behind our spin until we are
+	 * preempted: 3-4 ms each time (ping -i 0.2 over tcp: 3.2 ms average, min 0.25 ms,
+	 * with the other core idle). A yield lets it run at once; with nothing else ready
+	 * on the core it returns at once. */
+	sched_yield();
 	now = rpcrdma__rpc_now();
 	if (st.psi_us ? pressure_high(&st, now) : involuntary_switches() != st.nivcsw)
 		return go_calm(&st, now);
