@@ -274,8 +274,6 @@ static uint64_t reply_bytes(const struct rpcrdma_reply_args *a)
 static int keep_copy(struct rpcrdma__drc_ent *e, const struct rpcrdma_reply_args *a,
 		     uint32_t total)
 {
-	uint32_t i, at = a->xdr_len;
-
 	if (e->reply_cap < total || !e->reply) {
 		uint8_t *n = realloc(e->reply, total ? total : 1);
 
@@ -284,18 +282,7 @@ static int keep_copy(struct rpcrdma__drc_ent *e, const struct rpcrdma_reply_args
 		e->reply = n;
 		e->reply_cap = total ? total : 1;
 	}
-	memcpy(e->reply, a->xdr, a->xdr_len);
-	for (i = 0; i < a->nitems; i++) {
-		e->items[i] = a->items[i];
-		if (a->items[i].len)
-			memcpy(e->reply + at, a->items[i].data, a->items[i].len);
-		e->items[i].data = e->reply + at;
-		at += a->items[i].len;
-	}
-	e->a.xdr = e->reply;
-	e->a.xdr_len = a->xdr_len;
-	e->a.items = e->items;
-	e->a.nitems = a->nitems;
+	rpcrdma__reply_copy(e->reply, a, 0, e->items, &e->a);
 	e->bytes = total;
 	return 0;
 }
@@ -325,6 +312,28 @@ int rpcrdma__drc_keep(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e,
 		d->oldest = e;
 	d->newest = e;
 	return 1;
+}
+
+void rpcrdma__reply_copy(uint8_t *buf, const struct rpcrdma_reply_args *a, uint32_t lent,
+			 struct rpcrdma_ddp_item *items, struct rpcrdma_reply_args *out)
+{
+	uint64_t at = a->xdr_len;
+	uint32_t i;
+
+	memcpy(buf, a->xdr, a->xdr_len);
+	for (i = 0; i < a->nitems; i++) {
+		items[i] = a->items[i];
+		if (lent & (1u << i))
+			continue;
+		if (a->items[i].len)
+			memcpy(buf + at, a->items[i].data, a->items[i].len);
+		items[i].data = buf + at;
+		at += a->items[i].len;
+	}
+	out->xdr = buf;
+	out->xdr_len = a->xdr_len;
+	out->items = items;
+	out->nitems = a->nitems;
 }
 
 const struct rpcrdma_reply_args *rpcrdma__drc_reply(const struct rpcrdma__drc_ent *e)

@@ -323,7 +323,7 @@ static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma_reply_arg
 				   uint32_t lent)
 {
 	struct reply_ctx *x = rpcrdma__objpool_zget(&s->replies, sizeof(*x));
-	uint64_t total = in->xdr_len, at;
+	uint64_t total = in->xdr_len;
 	uint32_t i;
 
 	for (i = 0; i < in->nitems; i++)
@@ -335,21 +335,7 @@ static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma_reply_arg
 	}
 	x->srv = s;
 	x->lent = lent;
-	memcpy(x->flat, in->xdr, in->xdr_len);
-	at = in->xdr_len;
-	for (i = 0; i < in->nitems; i++) {
-		x->items[i] = in->items[i];
-		if (lent & (1u << i))
-			continue;
-		if (in->items[i].len)
-			memcpy(x->flat + at, in->items[i].data, in->items[i].len);
-		x->items[i].data = x->flat + at;
-		at += in->items[i].len;
-	}
-	x->a.xdr = x->flat;
-	x->a.xdr_len = in->xdr_len;
-	x->a.items = x->items;
-	x->a.nitems = in->nitems;
+	rpcrdma__reply_copy(x->flat, in, lent, x->items, &x->a);
 	return x;
 }
 
