@@ -521,6 +521,21 @@ static int drc_admit(struct sconn *c, struct rpcrdma_eng_req *er, const struct r
 	return 0;
 }
 
+/* The next waiting call for entry e (NULL: any) of connection c (NULL: any), taken off
+ * the list; NULL when there is none. */
+static struct parked *unpark(struct srv *s, const struct rpcrdma__drc_ent *e,
+			     const struct sconn *c)
+{
+	struct parked **pp, *q;
+
+	for (pp = &s->parked; (q = *pp) != NULL; pp = &q->next)
+		if ((!e || q->ent == e) && (!c || q->c == c)) {
+			*pp = q->next;
+			return q;
+		}
+	return NULL;
+}
+
 /* The call being dispatched on c was answered with a (NULL: not answered). Calls sent
  * again that wait for it get a copy of the reply, or, when there is none, are dispatched
  * themselves; the cache keeps the reply if it is short enough. */
@@ -528,17 +543,12 @@ static void drc_finish(struct sconn *c, const struct rpcrdma_reply_args *a)
 {
 	struct srv *s = c->srv;
 	struct rpcrdma__drc_ent *e = c->drc;
-	struct parked **pp = &s->parked, *q;
+	struct parked *q;
 
 	if (!e)
 		return;
 	c->drc = NULL;
-	while ((q = *pp) != NULL) {
-		if (q->ent != e) {
-			pp = &q->next;
-			continue;
-		}
-		*pp = q->next;
+	while ((q = unpark(s, e, NULL)) != NULL) {
 		if (a)
 			replay(q->c, q->er, a);
 		else
@@ -549,22 +559,6 @@ static void drc_finish(struct sconn *c, const struct rpcrdma_reply_args *a)
 		rpcrdma__drc_keep(s->drc, e, a, rpcrdma__rpc_now());
 	else
 		rpcrdma__drc_forget(s->drc, e);
-}
-
-/* The waiting calls of a connection that is freed go with it. */
-static void unpark_conn(struct srv *s, struct sconn *c)
-{
-	struct parked **pp = &s->parked, *q;
-
-	while ((q = *pp) != NULL) {
-		if (q->c != c) {
-			pp = &q->next;
-			continue;
-		}
-		*pp = q->next;
-		rpcrdma_eng_req_drop(c->eng, q->er);
-		free(q);
-	}
 }
 
 /* Encode msg (results marked by a binding become DDP items) and give it to the engine.
@@ -1030,8 +1024,16 @@ static void conn_free(struct sconn *c)
 	}
 	for (i = 0; i < c->nlanes; i++)
 		drop_cur(c->lanes[i]);
-	if (c->eng)
-		unpark_conn(c->srv, c);
+	if (c->eng) {
+		struct parked *q;
+
+		/* with the calls a lane's unanswered original gave back to the queue */
+		drop_all(c);
+		while ((q = unpark(c->srv, NULL, c)) != NULL) {
+			rpcrdma_eng_req_drop(c->eng, q->er);
+			free(q);
+		}
+	}
 	rpcrdma_ep_close(c->ep);
 	rpcrdma_eng_destroy(c->eng);
 	conn_fd_release(c->srv, c->xprt.xp_fd);
