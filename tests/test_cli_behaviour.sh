@@ -280,7 +280,7 @@ for prov in tcp shm; do
 	spid=
 done
 # over shm too an idle server sleeps, with no connection and with one held idle (the
-# doorbell, prov/shm_bell.c: shm has no descriptor of its own), and answers at once after
+# doorbell, prov/fabric/shm_bell.c: shm has no descriptor of its own), and answers at once after
 start_server "$out/shmserve" "$BIN" serve --provider shm --listen 127.0.0.1:0
 sleep 1
 w0=$(switches); sleep 2; w1=$(switches)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Endpoints accepted from one libfabric MSG listener share its completion queue
- * (prov/fabric_int.h, struct fab_shcq): a poll of one endpoint must never return another's
+ * (prov/fabric/fabric_int.h, struct fab_shcq): a poll of one endpoint must never return another's
  * completion, must keep it for its owner and wake the owner's descriptor if it was armed;
  * a Send done as it is posted wakes its armed endpoint too; arming the endpoints after
  * the listener need not try the shared queue again, and still misses nothing; once the

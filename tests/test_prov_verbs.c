@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The verbs provider (prov/prov_verbs.c) against the stand-in for rdma-core in
+/* The verbs provider (prov/verbs/prov_verbs.c) against the stand-in for rdma-core in
  * tests/fake_rdma (loaded with LD_PRELOAD; this machine has no RDMA device), or, without
  * the stand-in, on the first real RDMA device at $RPCRDMA_TEST_HOST (the VM suite's
  * soft-RoCE; skipped where there is none). Checked: the private
@@ -7,7 +7,8 @@
  * peer's is read from its first byte whatever the padding; connect, accept, reject,
  * nobody listening; Send/Receive, RDMA Write and Read scattered on both sides with every
  * byte checked; a forbidden Write breaks the connection and everything posted completes;
- * a closed peer flushes the other side's receives; waiting on the descriptor. */
+ * a closed peer flushes the other side's receives; waiting on the descriptor; libfabric
+ * is never loaded. */
 #include <dlfcn.h>
 #include <poll.h>
 #include <pthread.h>
@@ -304,6 +305,23 @@ static void test_rma(struct rpcrdma_ep *srv, struct rpcrdma_ep *cli)
 	free(note);
 }
 
+/* Whether a file whose name contains what is mapped into this process. */
+static int mapped(const char *what)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int found = 0;
+
+	if (!f)
+		abort();
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* ... and a process that has only used verbs has loaded rdma-core but not libfabric
+ * (prov/dl.h): nothing before this case's own connection has opened anything else. */
 static void test_data(void)
 {
 	struct side s = { 0 };
@@ -316,6 +334,8 @@ static void test_data(void)
 	test_rma(s.ep, cli);
 	rpcrdma_ep_close(cli);
 	rpcrdma_ep_close(s.ep);
+	CHECK(mapped("/librdmacm.so") && mapped("/libibverbs.so"));
+	CHECK(!mapped("/libfabric.so"));
 }
 
 /* The client goes: the server hears it, and its eight receives come back flushed. */

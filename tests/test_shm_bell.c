@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The doorbell of emulated (shm) connections (prov/shm_bell.c), its two sides in one
+/* The doorbell of emulated (shm) connections (prov/fabric/shm_bell.c), its two sides in one
  * process: a side may sleep only once the other can ring it; a post rings a side marked
  * asleep, once, and a side awake not at all; the page's name is gone once both sides
  * hold it; a page that is not a doorbell's, or a peer out of reach, leaves both polling. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Watching a peer process for its end (prov/shm_life.c), the rule the shm connection
+/* Watching a peer process for its end (prov/fabric/shm_life.c), the rule the shm connection
  * handshake relies on: a peer killed and reaped before its pidfd could be opened is still
  * seen as gone (by its pid), so no wait on it lasts its whole timeout; a live one is not. */
 #include <signal.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* First messages over shm that the receiver has not taken yet (prov/fabric_rdm.c,
+/* First messages over shm that the receiver has not taken yet (prov/fabric/fabric_rdm.c,
  * parking). libfabric 1.17 maps a sender's region by name when the receiver takes its
  * first message, and crashes if the region is gone by then; so an endpoint whose
  * CONNREQ or ACCEPT was not taken is kept, not closed, and its region file outlives the
@@ -360,7 +360,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The lock watchdog (prov/fabric_rdm.c): a post to a peer whose region lock is held by a
+/* The lock watchdog (prov/fabric/fabric_rdm.c): a post to a peer whose region lock is held by a
  * process that will not let go (alive, stopped) waits inside libfabric until the watchdog
  * releases the lock, WD_STUCK_MS after it first saw the call under way; then it goes. */
 static void test_lock_watchdog(void)

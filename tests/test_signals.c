@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A program linked with librpcrdma keeps the default actions of the fatal signals:
- * Debian's libfabric loads libinfinipath (its psm provider), whose constructor takes
- * SIGINT, SIGTERM, SIGSEGV, ... for itself (exit status 1 instead of death by the
- * signal), and librpcrdma gives them back (prov/prov_fabric.c). Where no such library
+/* A program that uses librpcrdma's libfabric providers keeps the default actions of the
+ * fatal signals: Debian's libfabric loads libinfinipath (its psm provider), whose
+ * constructor takes SIGINT, SIGTERM, SIGSEGV, ... for itself (exit status 1 instead of
+ * death by the signal), and librpcrdma gives them back once it has loaded libfabric
+ * (prov/fabric/prov_fabric.c). Each case first opens the tcp provider, which loads it. Where no such library
  * is installed the first two cases hold trivially; the third shows the test can tell
  * (it sees the psm handlers when they are kept, or no psm library at all). */
 #define _GNU_SOURCE
@@ -40,8 +41,39 @@ static int psm_handlers(void)
 	return n;
 }
 
+/* Opens and closes the tcp provider: libfabric is loaded from then on. */
+static int use_libfabric(void)
+{
+	struct rpcrdma_prov *p = NULL;
+	int rc = rpcrdma_prov_open("tcp", &p, NULL, 0);
+
+	rpcrdma_prov_close(p);
+	return rc;
+}
+
 static void test_no_psm_handlers(void)
 {
+	CHECK_EQ_I(use_libfabric(), 0);
+	CHECK(dlopen("libfabric.so.1", RTLD_NOW | RTLD_NOLOAD) != NULL);
+	CHECK_EQ_I(psm_handlers(), 0);
+}
+
+static void own_handler(int sig)
+{
+	(void)sig;
+}
+
+/* A handler the program installed before its first provider opened (so before
+ * libfabric and its psm libraries were loaded) is still its own after. */
+static void test_own_handler_kept(void)
+{
+	struct sigaction sa = { .sa_handler = own_handler }, now;
+
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGTERM, &sa, NULL) == 0 && sigaction(SIGINT, &sa, NULL) == 0);
+	CHECK_EQ_I(use_libfabric(), 0);
+	CHECK(sigaction(SIGTERM, NULL, &now) == 0 && now.sa_handler == own_handler);
+	CHECK(sigaction(SIGINT, NULL, &now) == 0 && now.sa_handler == own_handler);
 	CHECK_EQ_I(psm_handlers(), 0);
 }
 
@@ -50,6 +82,7 @@ static void test_term_and_int_kill(void)
 {
 	int s;
 
+	CHECK_EQ_I(use_libfabric(), 0);
 	for (s = 0; s < 2; s++) {
 		int sig = s ? SIGINT : SIGTERM, status = 0;
 		pid_t child = fork();
@@ -70,6 +103,7 @@ static void test_kept_on_request(void)
 	int p[2], status = 0, n = -1;
 	pid_t child;
 
+	CHECK_EQ_I(use_libfabric(), 0);   /* for the look at libinfinipath below */
 	CHECK(pipe(p) == 0);
 	child = fork();
 	if (child == 0) {
@@ -98,12 +132,12 @@ static void test_kept_on_request(void)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--count")) {
-		/* librpcrdma must be in the process for its constructor to run */
-		printf("%d\n", rpcrdma_prov_caps(NULL) ? -2 : psm_handlers());
+		printf("%d\n", use_libfabric() ? -2 : psm_handlers());
 		return 0;
 	}
 	HARNESS_BEGIN(argc, argv);
 	RUN(test_no_psm_handlers);
+	RUN(test_own_handler_kept);
 	RUN(test_term_and_int_kill);
 	RUN(test_kept_on_request);
 	HARNESS_END();

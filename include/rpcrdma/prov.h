@@ -92,6 +92,11 @@ RPCRDMA_API const struct rpcrdma_prov_caps *rpcrdma_prov_caps(const struct rpcrd
 /* List the libfabric providers usable here, one caps each; returns how many (<= max). */
 RPCRDMA_API int rpcrdma_prov_probe(struct rpcrdma_prov_caps *out, int max);
 
+/* libfabric and rdma-core are loaded when a provider of theirs is first opened or
+ * probed, not with librpcrdma. The version of the libfabric in use ("1.17"), loading it
+ * if this process has not yet; NULL where it cannot be loaded. */
+RPCRDMA_API const char *rpcrdma_libfabric_version(void);
+
 /* ---- connections ---- */
 
 /* Listen on host:port (host NULL = any IPv4; "::" for IPv6; port 0 = ephemeral).

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A stand-in for rdma-core (librdmacm + libibverbs) inside one process, loaded with
  * LD_PRELOAD by the verbs provider's test (tests/test_prov_verbs.c) on machines without
- * an RDMA device. It implements the calls prov/prov_verbs.c makes, with the behaviour the
+ * an RDMA device. It implements the calls prov/verbs/prov_verbs.c makes, with the behaviour the
  * provider relies on:
  *
  * - CM: resolve, connect, accept, reject, disconnect, migrate; events on event channels

@@ -7,7 +7,6 @@
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
-#include <rdma/fabric.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -749,13 +748,16 @@ static void print_idle(const struct cfg *c, const struct idle_result *r)
 /* --json: the run's metadata first, as one object, so a file of results says what made it. */
 static void print_run(const struct cfg *c)
 {
+	/* a run over verbs has not loaded libfabric, and need not for this */
+	const char *fab = c->provider && !strncmp(c->provider, "verbs", 5) ? NULL
+			  : rpcrdma_libfabric_version();
 	char host[256] = "";
 	int i;
 
 	gethostname(host, sizeof(host) - 1);
-	printf("{\"run\":{\"tool\":\"rpcrdma perf\",\"version\":\"%s\",\"libfabric\":\"%u.%u\","
+	printf("{\"run\":{\"tool\":\"rpcrdma perf\",\"version\":\"%s\",\"libfabric\":%s%s%s,"
 	       "\"host\":\"%s\",\"server\":\"%s\",\"port\":%u,\"provider\":\"%s\",\"seconds\":%g,"
-	       "\"ops\":[", rpcrdma_version(), FI_MAJOR(fi_version()), FI_MINOR(fi_version()), host,
+	       "\"ops\":[", rpcrdma_version(), fab ? "\"" : "", fab ? fab : "null", fab ? "\"" : "", host,
 	       c->child > 0 ? "own" : c->host, c->port, c->provider, c->secs);
 	for (i = 0; i < OP_COUNT; i++)
 		if (c->ops & (1u << i))
@@ -1207,7 +1209,7 @@ static int start_server(struct cfg *c)
 
 		/* a terminal's Ctrl-C is perf's to handle: it stops the server with SIGTERM
 		 * once it has printed what it measured (SIGTERM's default action is the
-		 * library's doing, prov/prov_fabric.c: libinfinipath's handler, which Debian's
+		 * library's doing, prov/fabric/prov_fabric.c: libinfinipath's handler, which Debian's
 		 * libfabric loads, printed from the signal and once hung inside malloc) */
 		signal(SIGINT, SIG_IGN);
 		close(fds[0]);

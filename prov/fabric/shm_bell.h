@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal: the doorbell of an emulated (shm) connection, so that a side with nothing to
- * do can sleep in the kernel instead of polling (prov/shm_bell.c, docs/PROVIDERS.md). */
+ * do can sleep in the kernel instead of polling (prov/fabric/shm_bell.c, docs/PROVIDERS.md). */
 #ifndef RPCRDMA_SHM_BELL_H
 #define RPCRDMA_SHM_BELL_H
 

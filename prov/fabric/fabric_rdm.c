@@ -156,7 +156,9 @@ static void wd_watch_peer(struct fab_ep *e, const void *name, size_t len, uint32
 	wd_list(e);
 }
 
-void rpcrdma__fab_wd_unwatch(struct fab_ep *e)
+static void handle_ctrl(struct fab_ep *e, size_t len);
+
+static void wd_unwatch(struct fab_ep *e)
 {
 	pthread_mutex_lock(&wd_lock);
 	if (e->watched) {
@@ -455,7 +457,7 @@ static int ctrl_progress(struct fab_ep *e, const void *want)
 	if (n == 1 && ent.op_context == want)
 		return 1;
 	if (n == 1 && ent.op_context == &e->ctrl.fctx)
-		rpcrdma__fab_handle_ctrl(e, ent.len);
+		handle_ctrl(e, ent.len);
 	else if (n == 1 && ent.op_context && ent.op_context != &e->ctrl.tx_fctx)
 		rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)ent.op_context, 0,
 				    (uint32_t)ent.len, NULL);
@@ -531,7 +533,7 @@ int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type, const 
 	return rc;
 }
 
-void rpcrdma__fab_handle_ctrl(struct fab_ep *e, size_t len)
+static void handle_ctrl(struct fab_ep *e, size_t len)
 {
 	struct ctrl_view v;
 
@@ -879,3 +881,9 @@ int rpcrdma__fab_rdm_connect(struct fab_prov *fp, uint16_t port, const void *pda
 	*out = e;
 	return 0;
 }
+
+/* fabric_ep.c's calls into this file (fabric_int.h) */
+const struct fab_ep_hooks rpcrdma__fab_rdm_hooks = {
+	.ctrl = handle_ctrl,
+	.unwatch = wd_unwatch,
+};

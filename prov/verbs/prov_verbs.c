@@ -29,10 +29,12 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "dl_versions.h"
 #include "objpool.h"
 #include "prov_int.h"
 #include "prov_opq.h"
 #include "prov_verbs.h"
+#include "verbs_dl.h"
 
 #define VB_DEPTH 128u             /* work requests per direction */
 #define VB_RD_ATOM 16u            /* RDMA Reads in flight, each way, at most */
@@ -93,6 +95,20 @@ struct vb_connreq {
 };
 
 static const struct rpcrdma_prov_ops vb_ops;
+
+struct rpcrdma__ibv_fns rpcrdma__ibv_fns;
+struct rpcrdma__rdmacm_fns rpcrdma__rdmacm_fns;
+RPCRDMA__DL_LIB(ibv_lib, "libibverbs.so.1", NULL, "libibverbs1 and ibverbs-providers",
+		RPCRDMA__IBV_FNS, rpcrdma__ibv_fns);
+RPCRDMA__DL_LIB(rdmacm_lib, "librdmacm.so.1", NULL, "librdmacm1", RPCRDMA__RDMACM_FNS,
+		rpcrdma__rdmacm_fns);
+
+int rpcrdma__verbs_load(char *err, size_t errlen)
+{
+	int rc = rpcrdma__dl_load(&ibv_lib, err, errlen);
+
+	return rc ? rc : rpcrdma__dl_load(&rdmacm_lib, err, errlen);
+}
 
 /* ---- the bytes on the wire: private data exactly the caller's (RFC 8797) ---- */
 
@@ -942,10 +958,15 @@ static struct ibv_context *pick_device(struct ibv_context **devs, int n, const c
 int rpcrdma__prov_verbs_open(const char *domain, struct rpcrdma_prov **out, char *err,
 			     size_t errlen)
 {
-	struct vb_prov *vp = calloc(1, sizeof(*vp));
+	struct vb_prov *vp;
 	struct ibv_device_attr attr;
-	int n = 0, rc = -RPCRDMA_ERR_NOPROV;
+	int n = 0, rc;
 
+	rc = rpcrdma__verbs_load(err, errlen);
+	if (rc)
+		return rc;
+	rc = -RPCRDMA_ERR_NOPROV;
+	vp = calloc(1, sizeof(*vp));
 	if (!vp)
 		return -RPCRDMA_ERR_NOMEM;
 	vp->base.ops = &vb_ops;
@@ -984,6 +1005,8 @@ int rpcrdma__prov_verbs_probe(struct rpcrdma_prov_caps *out, int max)
 	struct ibv_context **devs;
 	int n = 0, i, k = 0;
 
+	if (rpcrdma__verbs_load(NULL, 0))
+		return 0;   /* no rdma-core here: no devices */
 	devs = rdma_get_devices(&n);
 	for (i = 0; devs && i < n && k < max; i++) {
 		struct ibv_device_attr attr;

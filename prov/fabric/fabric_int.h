@@ -27,6 +27,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "dl_versions.h"
+#include "fabric_dl.h"
 #include "objpool.h"
 #include "prov_int.h"
 #include "prov_opq.h"
@@ -56,8 +58,17 @@
 enum ctrl_type { CTRL_CONNREQ = 1, CTRL_ACCEPT, CTRL_REJECT, CTRL_DISCONNECT,
 		 CTRL_PROBE /* dropped on receipt: sent by a parked endpoint (fabric_rdm.c) */ };
 
+/* What the endpoint code (fabric_ep.c), below both kinds of connection, asks of the
+ * emulated one (fabric_rdm.c) without calling up into it: RDM's only. */
+struct fab_ep;
+struct fab_ep_hooks {
+	void (*ctrl)(struct fab_ep *e, size_t len);   /* a control message was received */
+	void (*unwatch)(struct fab_ep *e);            /* first, when the endpoint is freed */
+};
+
 struct fab_prov {
 	struct rpcrdma_prov base;
+	const struct fab_ep_hooks *hooks;   /* RDM: rpcrdma__fab_rdm_hooks; MSG: NULL */
 	struct fi_info *info;        /* template for endpoints */
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
@@ -236,7 +247,9 @@ static inline void busy_end(struct fab_ep *e)
 }
 
 
-/* prov/fabric_ep.c: completions, endpoints, waiting, posting, memory */
+/* prov/fabric/fabric_ep.c: completions, endpoints, waiting, posting, memory */
+void rpcrdma__fab_prov_free(struct fab_prov *fp);
+void rpcrdma__fab_copy_pdata(uint8_t *dst, size_t *dlen, const void *src, size_t len);
 int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *name,
 			 struct fab_shcq *sh, struct fab_ep **out);
 int rpcrdma__fab_shcq_open(struct fab_prov *fp, struct fab_shcq **out);
@@ -282,7 +295,7 @@ void rpcrdma__fab_orphan(struct fab_ep *e);
 void rpcrdma__fab_set_err(char *err, size_t errlen, const char *fmt, const char *a,
 			  const char *b);
 
-/* prov/fabric_rdm.c: emulated connections over FI_EP_RDM (shm), its lock watchdog */
+/* prov/fabric/fabric_rdm.c: emulated connections over FI_EP_RDM (shm), its lock watchdog */
 int rpcrdma__fab_ctrl_send(struct fab_ep *e, fi_addr_t to, uint32_t type,
 			   const void *pdata, size_t plen, int timeout_ms, int pidfd,
 			   uint32_t pid);
@@ -295,15 +308,11 @@ int rpcrdma__fab_rdm_prepare(struct rpcrdma_listener *l);
 void rpcrdma__fab_msg_prepare(struct fab_listener *l);
 int rpcrdma__fab_rdm_listen(struct fab_prov *fp, uint16_t port, struct fab_listener *l);
 int rpcrdma__fab_rdm_listener_arm(struct fab_listener *l);
-void rpcrdma__fab_handle_ctrl(struct fab_ep *e, size_t len);
 void rpcrdma__fab_rdm_reject(struct fab_connreq *r, const void *pdata, size_t len);
 int rpcrdma__fab_park_close(struct fab_prov *fp);
-void rpcrdma__fab_wd_unwatch(struct fab_ep *e);
+extern const struct fab_ep_hooks rpcrdma__fab_rdm_hooks;
 
-/* prov/prov_fabric.c */
-void rpcrdma__fab_prov_free(struct fab_prov *fp);
-
-/* prov/fabric_msg.c: native connections over FI_EP_MSG (tcp, verbs) */
+/* prov/fabric/fabric_msg.c: native connections over FI_EP_MSG (tcp, verbs) */
 int rpcrdma__fab_msg_accept(struct fab_connreq *r, const void *pdata, size_t len,
 			    int timeout_ms, struct fab_ep **out);
 int rpcrdma__fab_msg_connect(struct fab_prov *fp, const char *host, uint16_t port,
@@ -311,7 +320,6 @@ int rpcrdma__fab_msg_connect(struct fab_prov *fp, const char *host, uint16_t por
 int rpcrdma__fab_msg_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r);
 int rpcrdma__fab_msg_listen(struct fab_prov *fp, const char *host, uint16_t port,
 			    struct fab_listener *l);
-void rpcrdma__fab_copy_pdata(uint8_t *dst, size_t *dlen, const void *src, size_t len);
 void rpcrdma__fab_remember_accepted(struct fab_listener *l, struct fab_ep *e);
 
 /* Retry a post that found libfabric's queue full, driving progress meanwhile, for at

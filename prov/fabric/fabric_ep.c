@@ -229,8 +229,8 @@ void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 		if (n <= 0)
 			return;
 		for (i = 0; i < n; i++) {
-			if (ent[i].op_context == &e->ctrl.fctx)
-				rpcrdma__fab_handle_ctrl(e, ent[i].len);
+			if (ent[i].op_context == &e->ctrl.fctx && e->fp->hooks)
+				e->fp->hooks->ctrl(e, ent[i].len);
 			else if (ent[i].op_context == &e->ctrl.tx_fctx)
 				continue;  /* a control send finishing late */
 			else if (ent[i].op_context)   /* none is ours without one */
@@ -465,7 +465,8 @@ void rpcrdma__fab_ep_free(struct fab_ep *e)
 	struct fab_shcq *sh = e->sh;
 
 	sh_lock(e);
-	rpcrdma__fab_wd_unwatch(e);
+	if (e->fp->hooks)
+		e->fp->hooks->unwatch(e);
 	rpcrdma__fab_lst_unlink(e);
 	local_remove(e);
 	if (e->ep) {
@@ -495,6 +496,30 @@ void rpcrdma__fab_ep_free(struct fab_ep *e)
 		pthread_mutex_unlock(&sh->lock);
 		rpcrdma__fab_shcq_put(sh);
 	}
+}
+
+/* The provider's own objects; the last of its parked endpoints (fabric_rdm.c) frees
+ * them when the provider was closed first. */
+void rpcrdma__fab_prov_free(struct fab_prov *fp)
+{
+	void *m;
+
+	while ((m = rpcrdma__spares_get(&fp->spare_mrs)) != NULL)
+		free(m);
+	if (fp->domain)
+		fi_close(&fp->domain->fid);
+	if (fp->fabric)
+		fi_close(&fp->fabric->fid);
+	if (fp->info)
+		fi_freeinfo(fp->info);
+	free(fp);
+}
+
+void rpcrdma__fab_copy_pdata(uint8_t *dst, size_t *dlen, const void *src, size_t len)
+{
+	*dlen = len > RPCRDMA_PDATA_MAX ? RPCRDMA_PDATA_MAX : len;
+	if (*dlen)
+		memcpy(dst, src, *dlen);
 }
 
 /* Endpoint, CQ (its own, or sh's) and (MSG) EQ or (RDM) AV, bound and enabled; the wait

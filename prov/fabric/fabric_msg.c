@@ -109,13 +109,6 @@ static int eq_wait(struct fid_eq *eq, int timeout_ms, uint32_t *event, void *buf
 	return rc < 0 ? rpcrdma__fab_map_err((int)rc) : (int)rc;
 }
 
-void rpcrdma__fab_copy_pdata(uint8_t *dst, size_t *dlen, const void *src, size_t len)
-{
-	*dlen = len > RPCRDMA_PDATA_MAX ? RPCRDMA_PDATA_MAX : len;
-	if (*dlen)
-		memcpy(dst, src, *dlen);
-}
-
 /* libfabric's tcp listener loses sockets whose peers never sent a connection request
  * (tcp_reap.c): close them, now and then, sparing every live connection. While one of
  * them has ends libfabric could not tell (its peer died during the accept), nothing is

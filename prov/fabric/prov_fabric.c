@@ -21,14 +21,15 @@
 
 /* ---- signals taken by a library we never use ----
  * Debian's libfabric links its psm provider's libinfinipath, whose constructor takes
- * SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGILL and SIGABRT before main (libpsm2's builds may
+ * SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGILL and SIGABRT as it is loaded (libpsm2's builds may
  * too): a program linked with us exited with status 1 on ^C or SIGTERM instead of dying
  * by the signal (a shell's `wait` saw 1, not 130/143; systemd counts such a stop as a
  * failure), and a crash left a "PROGRAM.HOST-PID,..." .btr backtrace file in the working
- * directory. We never use psm, so when librpcrdma is loaded (after the libraries it
- * depends on, so after theirs) the handlers those libraries installed, and only those,
- * go back to the default; a program's own are left alone. RPCRDMA_KEEP_PSM_SIGNALS=1
- * keeps them (docs/RPC.md). */
+ * directory; loaded on first use, after the program set its own handlers, they took
+ * those (rpcrdma perf's SIGINT report was lost). We never use psm, so once libfabric is
+ * loaded (rpcrdma__fabric_load()) each signal those libraries took gets back what it had
+ * before: the program's handler or the default. RPCRDMA_KEEP_PSM_SIGNALS=1 keeps them
+ * (docs/RPC.md). */
 static bool psm_owns(void *handler)
 {
 	Dl_info d;
@@ -42,24 +43,38 @@ static bool psm_owns(void *handler)
 	return !strncmp(base, "libinfinipath.", 14) || !strncmp(base, "libpsm", 6);
 }
 
-__attribute__((constructor)) static void give_back_psm_signals(void)
+static const int psm_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV,
+				SIGBUS, SIGILL, SIGFPE, SIGABRT };
+#define PSM_NSIGS (sizeof(psm_sigs) / sizeof(psm_sigs[0]))
+
+static void save_signals(struct sigaction *saved)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV,
-				    SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	size_t i;
+
+	for (i = 0; i < PSM_NSIGS; i++)
+		if (sigaction(psm_sigs[i], NULL, &saved[i]))
+			saved[i].sa_handler = SIG_DFL;
+}
+
+/* Each signal a psm library took while libfabric was loaded gets back what it had
+ * before: the program's own handler (installed before its first provider opened), or
+ * the default. */
+static void give_back_psm_signals(const struct sigaction *saved)
+{
 	const char *keep = getenv("RPCRDMA_KEEP_PSM_SIGNALS");
 	size_t i;
 
 	if (keep && *keep && strcmp(keep, "0"))
 		return;
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+	for (i = 0; i < PSM_NSIGS; i++) {
 		struct sigaction sa;
 		void *h;
 
-		if (sigaction(sigs[i], NULL, &sa))
+		if (sigaction(psm_sigs[i], NULL, &sa))
 			continue;
 		h = (sa.sa_flags & SA_SIGINFO) ? (void *)sa.sa_sigaction : (void *)sa.sa_handler;
 		if (psm_owns(h))
-			signal(sigs[i], SIG_DFL);
+			sigaction(psm_sigs[i], &saved[i], NULL);
 	}
 }
 
@@ -273,21 +288,6 @@ static void fab_ep_close(struct rpcrdma_ep *base)
 
 /* ---- provider ---- */
 
-void rpcrdma__fab_prov_free(struct fab_prov *fp)
-{
-	void *m;
-
-	while ((m = rpcrdma__spares_get(&fp->spare_mrs)) != NULL)
-		free(m);
-	if (fp->domain)
-		fi_close(&fp->domain->fid);
-	if (fp->fabric)
-		fi_close(&fp->fabric->fid);
-	if (fp->info)
-		fi_freeinfo(fp->info);
-	free(fp);
-}
-
 /* An endpoint of ours that is parked (fabric_rdm.c) still needs the domain: the last one
  * to go frees it. */
 static void fab_close(struct rpcrdma_prov *p)
@@ -338,9 +338,44 @@ const struct rpcrdma_prov_ops rpcrdma__fab_ops = {
 	.names = rpcrdma__fab_names,
 };
 
+struct rpcrdma__fabric_fns rpcrdma__fabric_fns;
+/* RPCRDMA_LIBFABRIC picks another libfabric at run time (docs/PROVIDERS.md): one built
+ * without psm starts in a few ms where Debian's takes 0.2 s */
+RPCRDMA__DL_LIB(fabric_lib, "libfabric.so.1", "RPCRDMA_LIBFABRIC", "libfabric1",
+		RPCRDMA__FABRIC_FNS, rpcrdma__fabric_fns);
+
+/* Loads libfabric (once: later calls find it loaded), and gives back the signals its
+ * psm libraries' constructors took meanwhile. */
+int rpcrdma__fabric_load(char *err, size_t errlen)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct sigaction saved[PSM_NSIGS];
+	int rc;
+
+	pthread_mutex_lock(&lock);
+	save_signals(saved);
+	rc = rpcrdma__dl_load(&fabric_lib, err, errlen);
+	if (!rc)
+		give_back_psm_signals(saved);
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+const char *rpcrdma_libfabric_version(void)
+{
+	static char text[24];
+	uint32_t v;
+
+	if (rpcrdma__fabric_load(NULL, 0))
+		return NULL;
+	v = fi_version();
+	snprintf(text, sizeof(text), "%u.%u", FI_MAJOR(v), FI_MINOR(v));
+	return text;
+}
+
 static struct fi_info *make_hints(const char *prov, const char *domain, enum fi_ep_type type)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h = fi_dupinfo(NULL);   /* fi_allocinfo() would call it unloaded */
 
 	if (!h)
 		return NULL;
@@ -473,6 +508,9 @@ int rpcrdma__prov_fabric_open(const char *name, struct rpcrdma_prov **out, char 
 	struct fab_prov *fp;
 	int rdm = 0, rc;
 
+	rc = rpcrdma__fabric_load(err, errlen);
+	if (rc)
+		return rc;
 	split_name(name, prov, sizeof(prov), dom, sizeof(dom));
 	fp = calloc(1, sizeof(*fp));
 	if (!fp)
@@ -491,6 +529,7 @@ int rpcrdma__prov_fabric_open(const char *name, struct rpcrdma_prov **out, char 
 	if (rc)
 		goto out_free;
 	fp->rdm = rdm;
+	fp->hooks = rdm ? &rpcrdma__fab_rdm_hooks : NULL;
 	fp->mr_mode = fp->info->domain_attr->mr_mode;
 	rc = rpcrdma__fab_map_err(fi_fabric(fp->info->fabric_attr, &fp->fabric, NULL));
 	if (!rc)
@@ -527,6 +566,9 @@ int rpcrdma__prov_fabric_probe(struct rpcrdma_prov_caps *out, int max)
 {
 	enum fi_ep_type types[2] = { FI_EP_MSG, FI_EP_RDM };
 	int n = 0, t;
+
+	if (rpcrdma__fabric_load(NULL, 0))
+		return 0;   /* no libfabric here: none of its providers */
 
 	for (t = 0; t < 2; t++) {
 		struct fi_info *h = make_hints(NULL, NULL, types[t]), *list = NULL, *i;
