@@ -967,6 +967,20 @@ static int sleep_span(const struct rdma_clnt *ct, uint64_t limit, uint64_t due, 
 	return until > now ? (int)(until - now) : 1;
 }
 
+/* Nothing has come from the server for QUIET_MS: whatever we wait for needs it to wake up
+ * (ours sleeps after 100 us without work, the kernel's svcrdma is driven by interrupts),
+ * so polling cannot catch it early. A thread that polled instead kept its core, and the
+ * server, woken by our send, went to the other core, out of its idle state, or waited
+ * behind us. A NULL call 5 ms after the last took 171-283 us over tcp on this host, 62-179
+ * us sleeping at once (libtirpc, which always sleeps: 40-149 us), and a 100 ms call cost
+ * its caller 31 ms of CPU in polls. docs/BENCHMARKS.md, "Latency after an idle gap". */
+#define QUIET_MS 2
+
+static int conn_quiet(const struct rdma_clnt *ct, uint64_t now)
+{
+	return now > ct->last_rx && now - ct->last_rx >= QUIET_MS;
+}
+
 /* Feed what the endpoint completed to the engine, waiting (wait_ms != 0) when nothing is
  * there; without a connection, make one when calls need it (within limit). Returns 1
  * when there is no connection to wait on. Called with the lock held. */
@@ -1021,7 +1035,8 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 		return 0;
 	ct->idle++;
 	if (wait_ms && (ct->idle > SPIN_POLLS ||
-			(rpcrdma_ep_fd(ct->ep) >= 0 && !rpcrdma__spin_more(ct->idle))))
+			(rpcrdma_ep_fd(ct->ep) >= 0 &&
+			 (conn_quiet(ct, now) || !rpcrdma__spin_more(ct->idle)))))
 		ct->sleep_ms = sleep_span(ct, limit, due, now);   /* between_slices() sleeps,
 								     without the lock */
 	return 0;

@@ -795,6 +795,44 @@ static void test_sleeps_while_waiting(CLIENT *cl)
 	xdr_free((xdrproc_t)xdr_rt_data, (char *)&c.r);
 }
 
+static double cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The CPU this process spends on one clnt_call of RT_SLEEP (ms at the server). */
+static double call_cpu_ms(CLIENT *cl, u_int ms)
+{
+	struct timeval tv = { 10, 0 };
+	double c0 = cpu_ms();
+
+	CHECK(clnt_call(cl, RT_SLEEP, (xdrproc_t)xdr_u_int, (char *)&ms,
+			(xdrproc_t)(void (*)(void))xdr_void, NULL, tv) == RPC_SUCCESS);
+	return cpu_ms() - c0;
+}
+
+/* A caller polls only while the server has been heard from lately (rpc/clnt_rdma.c,
+ * conn_quiet): a call after a quiet gap sleeps at once, and a call right after a reply
+ * polls at most QUIET_MS (2 ms) before it sleeps. Both wait 100 ms for their reply
+ * here; before, each polled 20,000 times first (over tcp 31-32 ms of CPU a call). */
+static void test_quiet_call_sleeps(CLIENT *cl)
+{
+	struct timespec gap = { 0, 20 * 1000000 };
+	double after_gap, right_after;
+
+	CHECK(call_cpu_ms(cl, 0) >= 0);
+	nanosleep(&gap, NULL);
+	after_gap = call_cpu_ms(cl, 100);
+	right_after = call_cpu_ms(cl, 100);
+	CHECK(after_gap < 10);
+	CHECK(right_after < 10);
+	printf("%s CPU for a 100 ms call: %.1f ms after a quiet gap, %.1f ms right after a "
+	       "reply\n", mode, after_gap, right_after);
+}
+
 static void test_ccp(const char *t, const char *host, unsigned port)
 {
 	struct rpcrdma_ccp_res r;
@@ -1092,6 +1130,7 @@ int main(int argc, char **argv)
 		if (is_rdma(t)) {
 			test_placement(cl);
 			test_sleeps_while_waiting(cl);
+			test_quiet_call_sleeps(cl);
 		}
 		test_auth(cl, t);
 		test_auth_ownership(t, host, port);
