@@ -436,21 +436,31 @@ static void split_name(const char *name, char *prov, size_t plen, char *dom, siz
 	snprintf(dom, dlen, "%s", colon ? colon + 1 : "");
 }
 
-/* MSG before RDM; within each, an endpoint that orders Sends after earlier RDMA Writes
- * (FI_ORDER_SAW) is preferred, since RFC 5666 replies rely on it. */
-/* RPC-over-RDMA sends a small reply right after a large RDMA Write, and many calls at
- * once: Nagle's algorithm on the tcp provider's sockets holds them back (measured: 1 MiB
- * READs, 32 in flight, 5x slower). Off unless the user set FI_TCP_NODELAY. */
-static void tcp_defaults(void)
-{
-	setenv("FI_TCP_NODELAY", "1", 0);
-}
-
 /* libfabric tcp sends a message of up to its inject size without a completion
  * (fi_inject): the completion queue then has one entry less to read per call, each read
  * a system call (docs/PROVIDERS.md). 64 bytes by default, 128 on request: enough for a
  * NULL call (84 bytes) and a READ's call with its write chunk. */
 #define TCP_INJECT 128
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* MSG before RDM; within each, an endpoint that orders Sends after earlier RDMA Writes
+ * (FI_ORDER_SAW) is preferred, since RFC 5666 replies rely on it. */
+/* RPC-over-RDMA sends a small reply right after a large RDMA Write, and many calls at
+ * once: Nagle's algorithm on the tcp provider's sockets holds them back (measured: 1 MiB
+ * READs, 32 in flight, 5x slower). Off unless the user set FI_TCP_NODELAY. */
+/* libfabric 2.x's tcp provider keeps one transfer entry per operation in a pool that grows
+ * 1,024 entries at a time, each with a buffer of FI_TCP_MAX_RX_SIZE (16 KiB by default)
+ * for inject data and for messages that arrive before their receive is posted: the first
+ * receive of a process faulted in 17 MB, 44 ms of a one-call process's 81 ms here. Our
+ * receives are posted ahead (credits, RFC 5666 §3.3) and we inject at most TCP_INJECT
+ * bytes, so buffers of that size do; a message that does arrive unexpected still gets a
+ * buffer of its own size from the provider. libfabric 1.17 does not know the variable. */
+static void tcp_defaults(void)
+{
+	setenv("FI_TCP_NODELAY", "1", 0);
+	setenv("FI_TCP_MAX_RX_SIZE", STR(TCP_INJECT), 0);
+}
 
 static struct fi_info *ask(const char *prov, const char *dom, enum fi_ep_type type,
 			   int ordered, size_t inject)
