@@ -444,18 +444,17 @@ static void split_name(const char *name, char *prov, size_t plen, char *dom, siz
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-/* MSG before RDM; within each, an endpoint that orders Sends after earlier RDMA Writes
- * (FI_ORDER_SAW) is preferred, since RFC 5666 replies rely on it. */
 /* RPC-over-RDMA sends a small reply right after a large RDMA Write, and many calls at
  * once: Nagle's algorithm on the tcp provider's sockets holds them back (measured: 1 MiB
- * READs, 32 in flight, 5x slower). Off unless the user set FI_TCP_NODELAY. */
-/* libfabric 2.x's tcp provider keeps one transfer entry per operation in a pool that grows
+ * READs, 32 in flight, 5x slower). Off unless the user set FI_TCP_NODELAY.
+ * libfabric 2.x's tcp provider keeps one transfer entry per operation in a pool that grows
  * 1,024 entries at a time, each with a buffer of FI_TCP_MAX_RX_SIZE (16 KiB by default)
  * for inject data and for messages that arrive before their receive is posted: the first
  * receive of a process faulted in 17 MB, 44 ms of a one-call process's 81 ms here. Our
  * receives are posted ahead (credits, RFC 5666 §3.3) and we inject at most TCP_INJECT
  * bytes, so buffers of that size do; a message that does arrive unexpected still gets a
- * buffer of its own size from the provider. libfabric 1.17 does not know the variable. */
+ * buffer of its own size from the provider. libfabric 1.17 does not know the variable.
+ * Neither is set where the user set it. */
 static void tcp_defaults(void)
 {
 	setenv("FI_TCP_NODELAY", "1", 0);
@@ -478,6 +477,8 @@ static struct fi_info *ask(const char *prov, const char *dom, enum fi_ep_type ty
 	return info;
 }
 
+/* MSG before RDM; within each, an endpoint that orders Sends after earlier RDMA Writes
+ * (FI_ORDER_SAW) is preferred, since RFC 5666 replies rely on it. */
 static struct fi_info *find_info(const char *prov, const char *dom, int *rdm)
 {
 	enum fi_ep_type types[2] = { FI_EP_MSG, FI_EP_RDM };
