@@ -817,20 +817,28 @@ static double call_cpu_ms(CLIENT *cl, u_int ms)
 /* A caller polls only while the server has been heard from lately (rpc/clnt_rdma.c,
  * conn_quiet): a call after a quiet gap sleeps at once, and a call right after a reply
  * polls at most QUIET_MS (2 ms) before it sleeps. Both wait 100 ms for their reply
- * here; before, each polled 20,000 times first (over tcp 31-32 ms of CPU a call). */
+ * here; before, each polled 20,000 times first (over tcp 31-32 ms of CPU a call). The
+ * allowance is 15 ms beyond three times what a call without a wait costs this process,
+ * half the old cost natively (where such a call takes ~0.15 ms); in the VM suite (an
+ * emulated CPU, other tests beside) it took 0.8 ms over verbs, and the slow calls 1.9-4.9
+ * and 3.1-12.5 ms. */
 static void test_quiet_call_sleeps(CLIENT *cl)
 {
 	struct timespec gap = { 0, 20 * 1000000 };
-	double after_gap, right_after;
+	double base = 0, after_gap, right_after, allowed;
+	int i;
 
 	CHECK(call_cpu_ms(cl, 0) >= 0);
+	for (i = 0; i < 3; i++)
+		base += call_cpu_ms(cl, 0) / 3;
+	allowed = 15 + 3 * base;
 	nanosleep(&gap, NULL);
 	after_gap = call_cpu_ms(cl, 100);
 	right_after = call_cpu_ms(cl, 100);
-	CHECK(after_gap < 10);
-	CHECK(right_after < 10);
+	CHECK(after_gap < allowed);
+	CHECK(right_after < allowed);
 	printf("%s CPU for a 100 ms call: %.1f ms after a quiet gap, %.1f ms right after a "
-	       "reply\n", mode, after_gap, right_after);
+	       "reply (a call without a wait: %.2f ms)\n", mode, after_gap, right_after, base);
 }
 
 static void test_ccp(const char *t, const char *host, unsigned port)
