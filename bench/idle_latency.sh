@@ -12,7 +12,8 @@ prov=${2:-tcp}
 runs=${3:-3}
 old=${OLD_BUILD:-}
 tmp=$(mktemp -d)
-trap 'kill $spid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+spid=
+trap '[ -n "$spid" ] && kill $spid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 "$B/rpcrdma" serve --provider "$prov" --listen 127.0.0.1:0 --tcp 0 >"$tmp/serve" 2>&1 &
 spid=$!
 for _ in $(seq 100); do [ -s "$tmp/serve" ] && break; sleep 0.1; done

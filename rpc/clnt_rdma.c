@@ -970,9 +970,10 @@ static int sleep_span(const struct rdma_clnt *ct, uint64_t limit, uint64_t due, 
 /* Nothing has come from the server for QUIET_MS: whatever we wait for needs it to wake up
  * (ours sleeps after 100 us without work, the kernel's svcrdma is driven by interrupts),
  * so polling cannot catch it early, and a thread that polled kept its core, where the
- * server woken by our send could have run at once. A NULL call 5 ms after the last took 171-283 us over tcp on this host, 62-179
- * us sleeping at once (libtirpc, which always sleeps: 40-149 us), and a 100 ms call cost
- * its caller 31 ms of CPU in polls. docs/BENCHMARKS.md, "Latency after an idle gap". */
+ * server woken by our send could have run at once. A NULL call 5 ms after the last took
+ * 171-283 us over tcp on this host, 62-179 us sleeping at once (libtirpc, which always
+ * sleeps: 40-149 us), and a 100 ms call cost its caller 31 ms of CPU in polls.
+ * docs/BENCHMARKS.md, "Latency after an idle gap". */
 #define QUIET_MS 2
 
 static int conn_quiet(const struct rdma_clnt *ct, uint64_t now)

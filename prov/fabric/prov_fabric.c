@@ -441,8 +441,8 @@ static void split_name(const char *name, char *prov, size_t plen, char *dom, siz
  * a system call (docs/PROVIDERS.md). 64 bytes by default, 128 on request: enough for a
  * NULL call (84 bytes) and a READ's call with its write chunk. */
 #define TCP_INJECT 128
-#define STR_(x) #x
-#define STR(x) STR_(x)
+#define TCP_STR_(x) #x
+#define TCP_STR(x) TCP_STR_(x)
 
 /* RPC-over-RDMA sends a small reply right after a large RDMA Write, and many calls at
  * once: Nagle's algorithm on the tcp provider's sockets holds them back (measured: 1 MiB
@@ -458,7 +458,7 @@ static void split_name(const char *name, char *prov, size_t plen, char *dom, siz
 static void tcp_defaults(void)
 {
 	setenv("FI_TCP_NODELAY", "1", 0);
-	setenv("FI_TCP_MAX_RX_SIZE", STR(TCP_INJECT), 0);
+	setenv("FI_TCP_MAX_RX_SIZE", TCP_STR(TCP_INJECT), 0);
 }
 
 static struct fi_info *ask(const char *prov, const char *dom, enum fi_ep_type type,

@@ -828,7 +828,7 @@ static void test_quiet_call_sleeps(CLIENT *cl)
 	double base = 0, after_gap, right_after, allowed;
 	int i;
 
-	CHECK(call_cpu_ms(cl, 0) >= 0);
+	(void)call_cpu_ms(cl, 0);   /* warm-up: its CPU is not counted */
 	for (i = 0; i < 3; i++)
 		base += call_cpu_ms(cl, 0) / 3;
 	allowed = 15 + 3 * base;
