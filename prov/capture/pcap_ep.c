@@ -2,6 +2,7 @@
 /* Capture of one endpoint: the connection's synthetic addressing (addresses, QP numbers,
  * PSNs), and the frames for each event the provider layer reports. An endpoint is used by
  * one thread at a time, so this state needs no lock; the sink has its own. */
+#include <ctype.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +253,22 @@ static void fill_path(struct cap_path *p, const struct conn_view *v, int from, i
 	p->dst_qp = v->qpn[to];
 }
 
+/* libfabric 2.1's shm gives its own name with the "fi_shm://" scheme in front and the
+ * peer's (from the address vector) without it; 1.17 gave both alike. Names are compared
+ * without any such scheme, so both ends of a connection derive the same key. */
+static void drop_scheme(uint8_t *n, size_t *len)
+{
+	size_t i = 0;
+
+	while (i < *len && (isalnum(n[i]) || n[i] == '_'))
+		i++;
+	if (i == 0 || *len - i < 3 || memcmp(n + i, "://", 3))
+		return;
+	i += 3;
+	memmove(n, n + i, *len - i);
+	*len -= i;
+}
+
 static void get_names(struct rpcrdma_ep *ep, struct names *nm)
 {
 	nm->llen = nm->plen = NAME_MAX_LEN;
@@ -261,7 +278,10 @@ static void get_names(struct rpcrdma_ep *ep, struct names *nm)
 		memcpy(nm->local, &ep, sizeof(ep));
 		nm->llen = sizeof(ep);
 		nm->plen = 0;
+		return;
 	}
+	drop_scheme(nm->local, &nm->llen);
+	drop_scheme(nm->peer, &nm->plen);
 }
 
 /* ---- connection management frames ---- */
