@@ -244,14 +244,69 @@ void rpcrdma__fab_cq_drain(struct fab_ep *e, struct rpcrdma__sink *s)
 	}
 }
 
+/* What the shared event queue said of one of its endpoints, kept on it (the endpoint is
+ * live: libfabric removes an endpoint's events from its queue when it is closed), and
+ * its owner woken if it sleeps. */
+static void sheq_event(struct fab_ep *e, uint32_t event, const struct fi_eq_cm_entry *ent,
+		       size_t len)
+{
+	if (event == FI_CONNECTED) {
+		e->ev_connected = true;
+		rpcrdma__fab_copy_pdata(e->base.peer_pdata, &e->base.peer_pdata_len, ent + 1,
+					len > sizeof(*ent) ? len - sizeof(*ent) : 0);
+	} else if (event == FI_SHUTDOWN) {
+		e->ev_lost = true;
+	}
+	wake_owner(e);
+}
+
+/* Every event in sh's queue to the endpoint it names. Under sh's lock. */
+void rpcrdma__fab_sheq_drain(struct fab_shcq *sh)
+{
+	struct fab_cm_buf buf;
+	struct fi_eq_err_entry err;
+	uint32_t event;
+	ssize_t rc;
+
+	sh->eq_due = false;
+	sh->eq_looked = rpcrdma__coarse_ms();
+	for (;;) {
+		rpcrdma__fab_clear_errno();
+		rc = fi_eq_read(sh->eq, &event, &buf, sizeof(buf), 0);
+		if (rc == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			if (fi_eq_readerr(sh->eq, &err, 0) < 0)
+				return;
+			if (err.fid && err.fid->context) {
+				struct fab_ep *e = err.fid->context;
+
+				e->ev_err = err.err ? err.err : FI_EIO;
+				wake_owner(e);
+			}
+		} else if (rc >= (ssize_t)sizeof(buf.ent)) {
+			if (buf.ent.fid && buf.ent.fid->context)
+				sheq_event(buf.ent.fid->context, event, &buf.ent, (size_t)rc);
+		} else {
+			return;
+		}
+	}
+}
+
+/* Read at most once per every_ms, unless an arm found it pending. Under sh's lock. */
+void rpcrdma__fab_sheq_look(struct fab_shcq *sh, int64_t every_ms)
+{
+	if (sh->eq_due || rpcrdma__coarse_ms() - sh->eq_looked >= every_ms)
+		rpcrdma__fab_sheq_drain(sh);
+}
+
 /* A connection's event queue has news only when the connection ends, but each read of
  * it costs a system call (libfabric tcp runs its progress, an epoll_wait): a polled
  * connection reads it at most once per EQ_LOOK_MS of the coarse clock (so once per tick
- * of it, 1-10 ms: a connection lost while busy is seen that much later), and one whose
- * listener drains its queue once per EQ_LOOK_SHARED_MS (a server polls all its
- * connections each round: 1,000 of them read once a millisecond were a million system
- * calls a second). Before sleeping, fi_trywait covers it; when that found it pending
- * (arm_locked), the next poll reads it whatever the time. */
+ * of it, 1-10 ms: a connection lost while busy is seen that much later). The
+ * connections a listener accepted share one queue (struct fab_shcq) with one clock:
+ * while the listener drains it (once per EQ_LOOK_MS), their own polls look only once
+ * per EQ_LOOK_SHARED_MS. Before sleeping, fi_trywait covers it; when that found it
+ * pending (arm_locked), the next poll reads it whatever the time. */
 static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
 {
 	struct fi_eq_cm_entry ent;
@@ -259,10 +314,16 @@ static void eq_check(struct fab_ep *e, struct rpcrdma__sink *s)
 	int64_t now, every;
 	ssize_t rc;
 
+	every = drained_for(e) ? EQ_LOOK_SHARED_MS : EQ_LOOK_MS;
+	if (e->sh && e->sh->eq && e->ep) {
+		rpcrdma__fab_sheq_look(e->sh, every);
+		if (e->ev_lost || e->ev_err)
+			rpcrdma__fab_lose_connection(e, s);
+		return;
+	}
 	if (!e->eq || !e->ep)
 		return;
 	now = rpcrdma__coarse_ms();
-	every = drained_for(e) ? EQ_LOOK_SHARED_MS : EQ_LOOK_MS;
 	if (!e->eq_due && now - e->eq_looked < every)
 		return;
 	e->eq_looked = now;
@@ -332,6 +393,17 @@ static int open_cq(struct fab_prov *fp, struct fid_cq **cq)
 	return rpcrdma__fab_map_err(fi_cq_open(fp->domain, &attr, cq, NULL));
 }
 
+/* With a wait fd where the provider's queues have one (as open_cq). */
+static int open_eq(struct fab_prov *fp, struct fid_eq **eq)
+{
+	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_FD };
+
+	if (fp->base.caps.has_fd && fi_eq_open(fp->fabric, &attr, eq, NULL) == 0)
+		return 0;
+	attr.wait_obj = FI_WAIT_NONE;
+	return rpcrdma__fab_map_err(fi_eq_open(fp->fabric, &attr, eq, NULL));
+}
+
 int rpcrdma__fab_shcq_open(struct fab_prov *fp, struct fab_shcq **out)
 {
 	struct fab_shcq *sh = calloc(1, sizeof(*sh));
@@ -352,6 +424,14 @@ int rpcrdma__fab_shcq_open(struct fab_prov *fp, struct fab_shcq **out)
 	sh->refs = 1;
 	if (!fp->base.caps.has_fd || fi_control(&sh->cq->fid, FI_GETWAIT, &sh->fd))
 		sh->fd = -1;
+	sh->eq_fd = -1;
+	rc = open_eq(fp, &sh->eq);
+	if (rc) {
+		rpcrdma__fab_shcq_put(sh);
+		return rc;
+	}
+	if (fp->base.caps.has_fd && fi_control(&sh->eq->fid, FI_GETWAIT, &sh->eq_fd))
+		sh->eq_fd = -1;
 	*out = sh;
 	return 0;
 }
@@ -368,6 +448,8 @@ void rpcrdma__fab_shcq_put(struct fab_shcq *sh)
 	pthread_mutex_unlock(&sh->lock);
 	if (left)
 		return;
+	if (sh->eq)
+		fi_close(&sh->eq->fid);
 	fi_close(&sh->cq->fid);
 	pthread_mutex_destroy(&sh->lock);
 	free(sh);
@@ -426,6 +508,12 @@ void rpcrdma__fab_orphan(struct fab_ep *e)
 	if (e->sh && e->sh->fd >= 0 && e->epfd >= 0) {
 		ev.data.fd = e->sh->fd;
 		epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->sh->fd, &ev);
+	}
+	/* each orphan holds it: Linux's bound on nested sets (struct fab_shcq) applies again,
+	 * to a server that closed its listener and serves on */
+	if (e->sh && e->sh->eq_fd >= 0 && e->epfd >= 0) {
+		ev.data.fd = e->sh->eq_fd;
+		epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->sh->eq_fd, &ev);
 	}
 	sh_unlock(e);
 }
@@ -548,6 +636,8 @@ int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *
 		rc = rpcrdma__fab_map_err(fi_av_open(fp->domain, &ava, &e->av, NULL));
 		if (!rc)
 			rc = rpcrdma__fab_map_err(fi_ep_bind(e->ep, &e->av->fid, 0));
+	} else if (sh) {
+		rc = rpcrdma__fab_map_err(fi_ep_bind(e->ep, &sh->eq->fid, 0));
 	} else {
 		rc = rpcrdma__fab_map_err(fi_eq_open(fp->fabric, &eqa, &e->eq, NULL));
 		if (!rc)
@@ -641,8 +731,8 @@ static int rdm_arm_locked(struct fab_ep *e)
  * wake_fd. Under sh's lock. */
 static int arm_locked(struct fab_ep *e)
 {
-	struct fid *fids[2];
-	bool try_cq, try_eq;
+	struct fid *fids[3];
+	bool try_cq, try_eq, try_sheq;
 	int n = 0;
 
 	if (e->fp->rdm)
@@ -651,13 +741,19 @@ static int arm_locked(struct fab_ep *e)
 		return -RPCRDMA_ERR_AGAIN;
 	try_cq = e->cq && !(e->sh && e->sh->armed);
 	try_eq = e->eq && !e->eq_armed;
+	/* the shared event queue: unless the listener's arm covers it */
+	try_sheq = e->sh && e->sh->eq && !drained_for(e);
 	if (try_cq)
 		fids[n++] = &e->cq->fid;
 	if (try_eq)
 		fids[n++] = &e->eq->fid;
+	if (try_sheq)
+		fids[n++] = &e->sh->eq->fid;
 	if (n && fi_trywait(e->fp->fabric, fids, n) != FI_SUCCESS) {
-		e->eq_due = 1;   /* whichever of the two has news */
+		e->eq_due = 1;   /* whichever of them has news */
 		e->eq_armed = false;
+		if (try_sheq)
+			e->sh->eq_due = true;
 		return -RPCRDMA_ERR_AGAIN;
 	}
 	if (e->sh && try_cq)
@@ -684,15 +780,17 @@ static void eq_after_arm(struct fab_ep *e, bool found)
  * when it could not sleep. */
 static int fd_wait(struct fab_ep *e, int timeout_ms)
 {
-	struct pollfd p[2] = { { .fd = e->epfd, .events = POLLIN },
-			       { .fd = e->sh ? e->sh->fd : -1, .events = POLLIN } };
+	struct pollfd p[3] = { { .fd = e->epfd, .events = POLLIN },
+			       { .fd = e->sh ? e->sh->fd : -1, .events = POLLIN },
+			       { .fd = e->sh && !drained_for(e) ? e->sh->eq_fd : -1,
+				 .events = POLLIN } };
 	int n, rc = arm_locked(e);
 
 	if (rc)
 		return rc;
 	sh_unlock(e);
 	do
-		n = poll(p, 2, timeout_ms);
+		n = poll(p, 3, timeout_ms);
 	while (n < 0 && errno == EINTR);
 	sh_lock(e);
 	awake(e);

@@ -101,6 +101,13 @@ struct fab_ctrl {
 	struct fab_mr *mr;
 };
 
+/* A connection-management event as read from an event queue: the entry, then the
+ * peer's private data (RFC 8797's fits with room to spare). */
+struct fab_cm_buf {
+	struct fi_eq_cm_entry ent;
+	uint8_t data[256];
+};
+
 /* One completion queue for every connection a MSG listener accepts. libfabric's tcp
  * keeps its transfer state (~430 KiB, allocated at the first operation) per completion
  * queue: one per connection made 1,000 idle connections cost 500 MiB. Each entry names
@@ -122,6 +129,15 @@ struct fab_shcq {
 	/* the listener's owner reads it (rpcrdma_listener_drain): its endpoints' polls take
 	 * only what was kept for them while they are on the listener; under lock */
 	bool drained_by_listener;
+	/* The event queue of the same connections, for the same reason: libfabric 2.x's tcp
+	 * puts its domain's epoll set (every connection's socket) into each event queue's
+	 * wait set, so one queue per connection made each socket reachable through as many
+	 * nested sets, and Linux refused the 50th connection's descriptor (EINVAL). Each
+	 * event goes to the endpoint it names (rpcrdma__fab_sheq_drain); under lock. */
+	struct fid_eq *eq;
+	int eq_fd;                   /* its wait fd, or -1 */
+	bool eq_due;                 /* a trywait found it pending: read at the next look */
+	int64_t eq_looked;           /* when it was last read (coarse clock) */
 };
 
 struct fab_ep {
@@ -136,7 +152,7 @@ struct fab_ep {
 					RDM: marked asleep in the doorbell's page */
 	int signalled;               /* with sh: wake_fd was written; under sh->lock */
 	pthread_t armer;             /* with sh, while armed: the thread that armed it */
-	struct fid_eq *eq;           /* MSG */
+	struct fid_eq *eq;           /* MSG, its own (connecting); NULL on sh->eq */
 	/* MSG: a trywait found eq quiet and no read has taken anything from it since: its
 	 * wait fd signals the next event, so an arm need not try it again (over tcp each
 	 * try is a system call, one per sleep) */
@@ -147,6 +163,10 @@ struct fab_ep {
 	bool eq_skipped;
 	int64_t eq_looked;           /* MSG: when eq was last read (coarse clock) */
 	int eq_due;                  /* MSG: read eq at the next poll, whenever it was read */
+	/* MSG, accepted (its events on sh->eq): what the shared queue said of it, under
+	 * sh->lock */
+	bool ev_connected, ev_lost;
+	int ev_err;                  /* the error event's libfabric code, or 0 */
 	struct fid_av *av;           /* RDM */
 	fi_addr_t peer;              /* RDM: the peer's address; MSG: unused */
 	int epfd;                    /* epoll over the wait fds, or -1 */
@@ -253,6 +273,8 @@ void rpcrdma__fab_copy_pdata(uint8_t *dst, size_t *dlen, const void *src, size_t
 int rpcrdma__fab_ep_open(struct fab_prov *fp, struct fi_info *info, const char *name,
 			 struct fab_shcq *sh, struct fab_ep **out);
 int rpcrdma__fab_shcq_open(struct fab_prov *fp, struct fab_shcq **out);
+void rpcrdma__fab_sheq_drain(struct fab_shcq *sh);
+void rpcrdma__fab_sheq_look(struct fab_shcq *sh, int64_t every_ms);
 int rpcrdma__fab_add_wait_fd(int epfd, struct fid *fid);
 void rpcrdma__fab_shcq_put(struct fab_shcq *sh);
 int rpcrdma__fab_ep_fd(const struct rpcrdma_ep *base);

@@ -48,15 +48,17 @@ static uint16_t sockaddr_port(const void *sa)
 	return 0;
 }
 
-/* The listener's descriptor: new connection requests and the completions of the
- * connections it accepted. */
+/* The listener's descriptor: new connection requests, and the completions and events
+ * of the connections it accepted. */
 static int listener_epoll(struct fab_listener *l)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = l->sh->fd };
+	struct epoll_event eqev = { .events = EPOLLIN, .data.fd = l->sh->eq_fd };
 
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd < 0 || rpcrdma__fab_add_wait_fd(l->epfd, &l->eq->fid) ||
-	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->sh->fd, &ev))
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->sh->fd, &ev) ||
+	    (l->sh->eq_fd >= 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->sh->eq_fd, &eqev)))
 		return -RPCRDMA_ERR_IO;
 	return 0;
 }
@@ -158,10 +160,7 @@ void rpcrdma__fab_remember_accepted(struct fab_listener *l, struct fab_ep *e)
 
 int rpcrdma__fab_msg_get(struct fab_listener *l, int timeout_ms, struct fab_connreq *r)
 {
-	struct {
-		struct fi_eq_cm_entry ent;
-		uint8_t data[256];
-	} buf;
+	struct fab_cm_buf buf;
 	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
 	struct fi_eq_err_entry err;
 	uint32_t event = 0;
@@ -191,10 +190,7 @@ int rpcrdma__fab_msg_get(struct fab_listener *l, int timeout_ms, struct fab_conn
 /* Wait for FI_CONNECTED on the endpoint's EQ; its data is the peer's private data. */
 static int msg_wait_connected(struct fab_ep *e, int timeout_ms)
 {
-	struct {
-		struct fi_eq_cm_entry ent;
-		uint8_t data[256];
-	} buf;
+	struct fab_cm_buf buf;
 	struct fi_eq_err_entry err;
 	uint32_t event;
 	int rc = eq_wait(e->eq, timeout_ms, &event, &buf, sizeof(buf), &err);
@@ -211,6 +207,44 @@ static int msg_wait_connected(struct fab_ep *e, int timeout_ms)
 	return 0;
 }
 
+/* The same on the listener's shared queue, whose events any of its users may read and
+ * hand to their endpoints (rpcrdma__fab_sheq_drain): sleeps in slices, as another
+ * thread's read of our event does not wake us. */
+#define ACCEPT_SLICE_MS 10
+
+static int sheq_wait_connected(struct fab_ep *e, int timeout_ms)
+{
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : rpcrdma__now_ms() + timeout_ms;
+	struct fab_shcq *sh = e->sh;
+	unsigned naps = 0;
+
+	for (;;) {
+		rpcrdma__fab_sheq_drain(sh);
+		if (e->ev_err)
+			return rpcrdma__fab_map_err(e->ev_err);
+		if (e->ev_lost)
+			return -RPCRDMA_ERR_DISCONN;
+		if (e->ev_connected) {
+			e->base.connected = 1;
+			return 0;
+		}
+		if (rpcrdma__now_ms() >= deadline)
+			return -RPCRDMA_ERR_TIMEDOUT;
+		if (sh->eq_fd < 0) {
+			rpcrdma__fab_backoff(&naps);
+		} else if (fi_trywait(e->fp->fabric, &(struct fid *){ &sh->eq->fid }, 1) ==
+			   FI_SUCCESS) {
+			struct pollfd p = { .fd = sh->eq_fd, .events = POLLIN };
+			int64_t left = deadline - rpcrdma__now_ms();
+
+			pthread_mutex_unlock(&sh->lock);
+			(void)poll(&p, 1, left < ACCEPT_SLICE_MS ? (int)(left > 0 ? left : 0)
+								 : ACCEPT_SLICE_MS);
+			pthread_mutex_lock(&sh->lock);
+		}
+	}
+}
+
 int rpcrdma__fab_msg_accept(struct fab_connreq *r, const void *pdata, size_t len, int timeout_ms,
 			    struct fab_ep **out)
 {
@@ -221,9 +255,11 @@ int rpcrdma__fab_msg_accept(struct fab_connreq *r, const void *pdata, size_t len
 		fi_reject(r->l->pep, r->info->handle, REJECT_MARK, 4);
 		return rc;
 	}
+	pthread_mutex_lock(&e->sh->lock);
 	rc = rpcrdma__fab_map_err(fi_accept(e->ep, pdata, len));
 	if (!rc)
-		rc = msg_wait_connected(e, timeout_ms);
+		rc = sheq_wait_connected(e, timeout_ms);
+	pthread_mutex_unlock(&e->sh->lock);
 	if (rc) {
 		rpcrdma__fab_ep_free(e);
 		return rc;

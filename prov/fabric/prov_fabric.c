@@ -115,13 +115,15 @@ static int fab_listener_fd(const struct rpcrdma_listener *base)
 	return -1;
 }
 
-/* The shared queue is tried only when no try since found it empty (fab_shcq.armed). */
+/* The shared completion queue is tried only when no try since found it empty
+ * (fab_shcq.armed); the shared event queue each time (one try a sleep, for all the
+ * connections), and read at the next drain when it has news. */
 static int fab_listener_arm(struct rpcrdma_listener *base)
 {
 	struct fab_listener *l = (struct fab_listener *)base;
-	struct fid *fids[2];
+	struct fid *fids[3];
 	bool try_cq;
-	int rc = 0;
+	int n = 1, rc = 0;
 
 	if (l->fp->rdm)
 		return rpcrdma__fab_rdm_listener_arm(l);
@@ -132,18 +134,26 @@ static int fab_listener_arm(struct rpcrdma_listener *base)
 		pthread_mutex_lock(&l->sh->lock);
 	try_cq = l->sh && !l->sh->armed;
 	if (try_cq)
-		fids[1] = &l->sh->cq->fid;
-	if (fi_trywait(l->fp->fabric, fids, try_cq ? 2 : 1) != FI_SUCCESS)
+		fids[n++] = &l->sh->cq->fid;
+	if (l->sh && l->sh->eq)
+		fids[n++] = &l->sh->eq->fid;
+	if (fi_trywait(l->fp->fabric, fids, n) != FI_SUCCESS) {
 		rc = -RPCRDMA_ERR_AGAIN;
-	else if (try_cq)
+		if (l->sh)
+			l->sh->eq_due = true;
+	} else if (try_cq) {
 		l->sh->armed = true;
+	}
 	if (l->sh)
 		pthread_mutex_unlock(&l->sh->lock);
 	return rc;
 }
 
 /* Drained as one of its endpoints would drain it: each completion goes to its owner's
- * stash (the first endpoint's too: no sink is given). */
+ * stash (the first endpoint's too: no sink is given). The connections' event queue is
+ * read once per EQ_LOOK_MS, as a polled connection reads its own: once a round would be a
+ * system call a round (libfabric's tcp runs its progress), and a caller that polls the
+ * listener's descriptor, readable while an event waits, spins until the look. */
 static int fab_listener_drain(struct rpcrdma_listener *base)
 {
 	struct fab_listener *l = (struct fab_listener *)base;
@@ -154,6 +164,8 @@ static int fab_listener_drain(struct rpcrdma_listener *base)
 	l->sh->drained_by_listener = true;
 	if (l->accepted)
 		rpcrdma__fab_cq_drain(l->accepted, NULL);
+	if (l->sh->eq)
+		rpcrdma__fab_sheq_look(l->sh, EQ_LOOK_MS);
 	pthread_mutex_unlock(&l->sh->lock);
 	return 0;
 }
