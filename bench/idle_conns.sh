@@ -6,7 +6,8 @@
 # depth 1 for 2 s with the server's system calls per call (perf stat). RUNS times; with
 # OLD_BUILD=DIR, that build's server and clients alternate with BUILD_DIR's.
 # RPCRDMA_LIBFABRIC picks the libfabric (docs/PROVIDERS.md); BUSY=N keeps N threads
-# spinning in another process during the calls (perf --busy).
+# spinning in another process during the calls (perf --busy). System calls are counted
+# with Linux's perf (package linux-perf); without it they read 0.
 # Usage: bench/idle_conns.sh BUILD_DIR [N] [RUNS]
 set -eu
 n=${2:-100}
