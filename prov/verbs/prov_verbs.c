@@ -46,6 +46,7 @@
 #define VB_FLUSH_MS 200           /* for flushed work requests to come back */
 #define VB_ACK_EVERY 64
 #define VB_INLINE_WANT 256u       /* bytes a small Send may carry in its work request */
+#define VB_MIN_RNR_TIMER 12       /* 0.64 ms (InfiniBand's encoding; 0 means 655 ms) */
 
 struct vb_prov {
 	struct rpcrdma_prov base;
@@ -429,6 +430,27 @@ static int resolve(struct vb_ep *e, const char *host, uint16_t port, int timeout
 	return rc;
 }
 
+/* A Send that finds no receive posted is NAKed (RNR) and retried (rnr_retry_count 7: for
+ * ever) after the receiver's minimum RNR timer. The RDMA CM leaves that at 0, which the
+ * InfiniBand specification (and RoCE) reads as 655 ms: each such Send would stall the
+ * connection for two thirds of a second. Credits keep receives posted for calls, but not
+ * for a client's first call, which can arrive before the server's engine has posted its
+ * first receive on the new connection, nor for a peer's accounting slip. The timer is
+ * an optional attribute of the RTS to RTS transition, so it is set once connected; a
+ * device that refuses it keeps the default, with a warning. iWARP has no RNR retry. */
+static void rnr_timer_short(struct vb_ep *e)
+{
+	struct ibv_qp_attr a;
+
+	if (e->vp->iwarp)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.min_rnr_timer = VB_MIN_RNR_TIMER;
+	if (ibv_modify_qp(e->id->qp, &a, IBV_QP_MIN_RNR_TIMER))
+		rpcrdma_log(RPCRDMA_LOG_WARN, "verbs: cannot shorten the RNR timer (%s): a Send "
+			    "that finds no receive waits 655 ms before its retry", strerror(errno));
+}
+
 static int vb_connect(struct rpcrdma_prov *p, const char *host, uint16_t port,
 		      const void *pdata, size_t len, int timeout_ms, struct rpcrdma_ep **out)
 {
@@ -456,6 +478,7 @@ static int vb_connect(struct rpcrdma_prov *p, const char *host, uint16_t port,
 		goto out_free;
 	e->base.peer_pdata_len = rpcrdma__verbs_peer_pdata(&ev->param.conn, e->base.peer_pdata);
 	rdma_ack_cm_event(ev);
+	rnr_timer_short(e);
 	e->base.connected = 1;
 	*out = &e->base;
 	return 0;
@@ -627,6 +650,7 @@ static int vb_accept(struct rpcrdma_connreq *base, const void *pdata, size_t len
 	if (rc)
 		goto out_free;
 	rdma_ack_cm_event(ev);
+	rnr_timer_short(e);
 	memcpy(e->base.peer_pdata, r->base.pdata, r->base.pdata_len);
 	e->base.peer_pdata_len = r->base.pdata_len;
 	e->base.connected = 1;

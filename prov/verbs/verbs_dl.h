@@ -15,7 +15,8 @@
 #define RPCRDMA__IBV_FNS(X) \
 	X(ibv_ack_cq_events) X(ibv_alloc_pd) X(ibv_create_comp_channel) X(ibv_create_cq) \
 	X(ibv_dealloc_pd) X(ibv_dereg_mr) X(ibv_destroy_comp_channel) X(ibv_destroy_cq) \
-	X(ibv_get_cq_event) X(ibv_get_device_name) X(ibv_query_device) X(ibv_reg_mr)
+	X(ibv_get_cq_event) X(ibv_get_device_name) X(ibv_modify_qp) X(ibv_query_device) \
+	X(ibv_reg_mr)
 #define RPCRDMA__RDMACM_FNS(X) \
 	X(rdma_accept) X(rdma_ack_cm_event) X(rdma_bind_addr) X(rdma_connect) \
 	X(rdma_create_event_channel) X(rdma_create_id) X(rdma_create_qp) \
@@ -50,6 +51,7 @@ int rpcrdma__verbs_load(char *err, size_t errlen);
 #define ibv_destroy_cq (*rpcrdma__ibv_fns.ibv_destroy_cq)
 #define ibv_get_cq_event (*rpcrdma__ibv_fns.ibv_get_cq_event)
 #define ibv_get_device_name (*rpcrdma__ibv_fns.ibv_get_device_name)
+#define ibv_modify_qp (*rpcrdma__ibv_fns.ibv_modify_qp)
 #define ibv_query_device (*rpcrdma__ibv_fns.ibv_query_device)
 #define ibv_reg_mr (*rpcrdma__ibv_fns.ibv_reg_mr)
 #define rdma_accept (*rpcrdma__rdmacm_fns.rdma_accept)

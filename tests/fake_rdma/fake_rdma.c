@@ -13,7 +13,8 @@
  *   posted receive waits for one, as with infinite RNR retry), RDMA Read/Write checked
  *   against key, range and right (a violation breaks the connection: REM_ACCESS_ERR for
  *   the requester, both queue pairs in error), flushed work requests when a queue pair
- *   enters the error state, completion channels with armed notification.
+ *   enters the error state, completion channels with armed notification, and a connected
+ *   queue pair's minimum RNR timer (kept, not timed: fake_rdma_rnr_timer()).
  *
  * Everything completes at once, under one lock. What the provider handed to the CM is
  * kept for the test to read: fake_rdma_last_pdata(). Not a model of timing, congestion,
@@ -420,6 +421,7 @@ struct fqp {
 	uint8_t max_rd_atomic;   /* RDMA Reads it may have outstanding: the initiator depth
 				    of its rdma_connect() or rdma_accept() */
 	uint32_t max_inline;
+	uint8_t min_rnr_timer;   /* as ibv_modify_qp set it; the CM's 0 otherwise */
 	struct precv rq[RQ_CAP];
 	unsigned rq_head, rq_n;
 	struct pending_send *sends;   /* Sends waiting for a receive here */
@@ -891,6 +893,44 @@ FAKE_EXPORT unsigned fake_rdma_inline_sends(void)
 	n = inline_sends;
 	pthread_mutex_unlock(&big);
 	return n;
+}
+
+static unsigned rnr_timers_set;
+static uint8_t last_rnr_timer;
+
+/* Queue pairs whose minimum RNR timer was set so far, and the last value set. */
+FAKE_EXPORT unsigned fake_rdma_rnr_timer(uint8_t *last);
+
+FAKE_EXPORT unsigned fake_rdma_rnr_timer(uint8_t *last)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&big);
+	n = rnr_timers_set;
+	*last = last_rnr_timer;
+	pthread_mutex_unlock(&big);
+	return n;
+}
+
+/* Only what the provider asks: the minimum RNR timer of a connected queue pair (an
+ * optional attribute of the RTS to RTS transition); the RDMA CM left it at 0. */
+FAKE_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	struct fqp *q = (struct fqp *)qp;
+	int rc = 0;
+
+	pthread_mutex_lock(&big);
+	if (mask != IBV_QP_MIN_RNR_TIMER || !q->id || !q->id->connected || q->err ||
+	    attr->min_rnr_timer > 31) {
+		rc = EINVAL;
+	} else {
+		q->min_rnr_timer = attr->min_rnr_timer;
+		last_rnr_timer = attr->min_rnr_timer;
+		rnr_timers_set++;
+	}
+	pthread_mutex_unlock(&big);
+	errno = rc;
+	return rc;
 }
 
 static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
