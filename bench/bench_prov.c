@@ -3,9 +3,14 @@
  * For each provider (default: tcp, shm) a server child is forked on loopback; the
  * client measures 64-byte Send ping-pong latency, RDMA Read / Write bandwidth at 4 KiB and
  * 1 MiB with several operations in flight, and the RPC pattern (Send call, RDMA Write
- * 4 KiB, Send reply) with 32 calls in flight. Prints a table, or one JSON object
- * per figure with --json. Not a test: it never fails on speed.
- *   bench_prov [--provider NAME]... [--seconds S] [--json] */
+ * 4 KiB, Send reply) with 32 calls in flight: once into one region registered up front,
+ * once registering each call's 4 KiB for remote write before the call and deregistering
+ * it at the reply, as the engine does for a write chunk (RFC 5666 §2: a chunk is exposed
+ * only while its RPC runs), and the cost of one such registration alone. Prints a
+ * table, or one JSON object per figure with --json. Not a test: it never fails on speed.
+ * --host ADDR: server and client on that address (a real RDMA device cannot use
+ * loopback: soft-RoCE, RoCE and iWARP need the interface's address).
+ *   bench_prov [--provider NAME]... [--host ADDR] [--seconds S] [--json] */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +22,12 @@
 #include "rpcrdma/prov.h"
 
 #define REGION (1u << 20)
+
+struct opts {
+	double seconds;
+	int json;
+	const char *host;
+};
 #define DEPTH 16
 #define PING 64
 #define NBUF 32
@@ -57,18 +68,25 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
-/* One completion, waiting if needed (the wait drives progress). */
-static struct rpcrdma_cqe next(struct rpcrdma_ep *ep)
+/* One completion, waiting if needed (the wait drives progress); quiet_s seconds with
+ * none is an error. */
+static struct rpcrdma_cqe next_cqe(struct rpcrdma_ep *ep, double quiet_s)
 {
+	double give_up = now_s() + quiet_s;
 	struct rpcrdma_cqe c;
 	int rc;
 
 	while ((rc = rpcrdma_ep_poll(ep, &c, 1)) == 0)
-		if (rpcrdma_ep_wait(ep, 10000) == -RPCRDMA_ERR_TIMEDOUT)
+		if (rpcrdma_ep_wait(ep, 1000) == -RPCRDMA_ERR_TIMEDOUT && now_s() > give_up)
 			die("wait", -RPCRDMA_ERR_TIMEDOUT);
 	if (rc < 0)
 		die("poll", rc);
 	return c;
+}
+
+static struct rpcrdma_cqe next(struct rpcrdma_ep *ep)
+{
+	return next_cqe(ep, 10);
 }
 
 struct msgbufs {
@@ -155,7 +173,7 @@ static void answer_call(struct rpcrdma_ep *ep, struct msgbufs *m, struct rpcrdma
 		die("pattern reply", rc);
 }
 
-static void server(const char *prov, int fd)
+static void server(const char *prov, const struct opts *o, int fd)
 {
 	struct rpcrdma_listener *l;
 	struct rpcrdma_connreq *req;
@@ -171,7 +189,7 @@ static void server(const char *prov, int fd)
 
 	rc = rpcrdma_prov_open(prov, &p, NULL, 0);
 	if (!rc)
-		rc = rpcrdma_listen(p, NULL, 0, &l);
+		rc = rpcrdma_listen(p, o->host, 0, &l);
 	port = rc ? 0 : rpcrdma_listener_port(l);
 	if (write(fd, &port, sizeof(port)) != sizeof(port) || rc)
 		exit(1);
@@ -190,23 +208,30 @@ static void server(const char *prov, int fd)
 	in.handle = rmr->handle;
 	in.offset = rmr->offset;
 	send_now(ep, &m, &in, sizeof(in), early, &n);
-	/* echo pings; keep polling (progress) while the client reads and writes */
+	/* echo pings; keep polling (progress) while the client reads and writes: that gives
+	 * this side no completion for as long as it lasts (4 x --seconds), and the client's
+	 * end arrives as a disconnect */
 	for (;;) {
-		struct rpcrdma_cqe c = n ? early[--n] : next(ep);
+		struct rpcrdma_cqe c = n ? early[--n] : next_cqe(ep, 4 * o->seconds + 30);
 		struct rpcrdma_sge s;
+		uint8_t msg[4096];
 		uint32_t type;
 
 		if (c.op == RPCRDMA_OP_DISCONNECT)
 			break;
-		if (c.op != RPCRDMA_OP_RECV || c.status)
+		if (c.op != RPCRDMA_OP_RECV || c.status || c.len < 4 || c.len > sizeof(msg))
 			continue;   /* the pattern's Writes and Sends complete here too */
+		/* the receive goes back before the answer leaves: the client's next message
+		 * follows the answer, and one that found no receive would wait for the
+		 * fabric's RNR retry (verbs) */
 		s = slot(&m, (int)(uintptr_t)c.ctx - 1, 4096);
-		memcpy(&type, s.addr, 4);
-		if (type == MSG_PING)
-			send_now(ep, &m, s.addr, c.len, early, &n);
-		else if (type == MSG_CALL)
-			answer_call(ep, &m, rmr, region, s.addr);
+		memcpy(msg, s.addr, c.len);
 		rpcrdma_post_recv(ep, &s, c.ctx);
+		memcpy(&type, msg, 4);
+		if (type == MSG_PING)
+			send_now(ep, &m, msg, c.len, early, &n);
+		else if (type == MSG_CALL)
+			answer_call(ep, &m, rmr, region, msg);
 		if (type == MSG_BYE)
 			break;
 	}
@@ -227,10 +252,6 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-struct opts {
-	double seconds;
-	int json;
-};
 
 static void report_lat(const char *prov, double *lat, int n, const struct opts *o)
 {
@@ -348,13 +369,34 @@ static void bandwidth(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, const struc
 	free(buf);
 }
 
+/* The call for slot i: its 4 KiB target, registered for this call alone when per_call
+ * (held in mrs[i] until the reply), else inside the region registered up front. */
+static struct call_msg pattern_call(struct rpcrdma_prov *p, uint8_t *buf, struct rpcrdma_mr *all,
+				    struct rpcrdma_mr **mrs, int per_call, uint32_t i)
+{
+	struct call_msg call = { MSG_CALL, all->handle, all->offset + (uint64_t)i * PATTERN_SIZE,
+				 PATTERN_SIZE, i };
+	int rc;
+
+	if (!per_call)
+		return call;
+	rc = rpcrdma_mr_reg(p, buf + (size_t)i * PATTERN_SIZE, PATTERN_SIZE, RPCRDMA_ACC_REMOTE_WRITE,
+			    &mrs[i]);
+	if (rc)
+		die("register a call's target", rc);
+	call.handle = mrs[i]->handle;
+	call.offset = mrs[i]->offset;
+	return call;
+}
+
 /* 32 calls in flight, each answered by a 4 KiB RDMA Write and a reply Send. */
 static void rpc_pattern(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, struct msgbufs *m,
-			const char *prov, const struct opts *o)
+			const char *prov, const struct opts *o, int per_call)
 {
 	uint8_t *buf = aligned_alloc(4096, (size_t)PATTERN_SIZE * PATTERN_DEPTH);
 	struct rpcrdma_cqe early[PATTERN_DEPTH + 4];   /* replies that arrive during a Send */
-	struct rpcrdma_mr *mr;
+	struct rpcrdma_mr *mr, *mrs[PATTERN_DEPTH] = { 0 };
+	const char *name = per_call ? "rpc_pattern_reg" : "rpc_pattern";
 	uint64_t done = 0;
 	double t0, end, dt;
 	int i, rc, n = 0, outstanding = 0;
@@ -366,8 +408,7 @@ static void rpc_pattern(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, struct ms
 	t0 = now_s();
 	end = t0 + o->seconds;
 	for (i = 0; i < PATTERN_DEPTH; i++) {
-		struct call_msg call = { MSG_CALL, mr->handle, mr->offset + (uint64_t)i * PATTERN_SIZE,
-					 PATTERN_SIZE, (uint32_t)i };
+		struct call_msg call = pattern_call(p, buf, mr, mrs, per_call, (uint32_t)i);
 
 		send_now(ep, m, &call, sizeof(call), early, &n);
 		outstanding++;
@@ -382,24 +423,60 @@ static void rpc_pattern(struct rpcrdma_ep *ep, struct rpcrdma_prov *p, struct ms
 		s = slot(m, (int)(uintptr_t)c.ctx - 1, 4096);
 		memcpy(&reply, s.addr, sizeof(reply));
 		rpcrdma_post_recv(ep, &s, c.ctx);
+		if (reply.idx >= PATTERN_DEPTH)
+			die("pattern reply", -RPCRDMA_ERR_PROTO);
+		if (per_call) {   /* the RPC ended: its chunk's remote access with it */
+			rpcrdma_mr_dereg(mrs[reply.idx]);
+			mrs[reply.idx] = NULL;
+		}
 		outstanding--;
 		done++;
 		if (now_s() < end) {
-			reply.type = MSG_CALL;
-			send_now(ep, m, &reply, sizeof(reply), early, &n);
+			struct call_msg call = pattern_call(p, buf, mr, mrs, per_call, reply.idx);
+
+			send_now(ep, m, &call, sizeof(call), early, &n);
 			outstanding++;
 		}
 	}
 	dt = now_s() - t0;
 	if (o->json)
-		printf("{\"transport\":\"raw/%s\",\"op\":\"rpc_pattern\",\"size\":%d,\"depth\":%d,"
-		       "\"ops_per_s\":%.0f,\"MBps\":%.1f}\n", prov, PATTERN_SIZE, PATTERN_DEPTH,
+		printf("{\"transport\":\"raw/%s\",\"op\":\"%s\",\"size\":%d,\"depth\":%d,"
+		       "\"ops_per_s\":%.0f,\"MBps\":%.1f}\n", prov, name, PATTERN_SIZE, PATTERN_DEPTH,
 		       done / dt, done * (double)PATTERN_SIZE / dt / 1e6);
 	else
-		printf("%-5s %-14s %8d %5d %12s %10s %10s %10.1f\n", prov, "send/write/send",
-		       PATTERN_SIZE, PATTERN_DEPTH, "-", "-", "-",
-		       done * (double)PATTERN_SIZE / dt / 1e6);
+		printf("%-5s %-14s %8d %5d %12s %10s %10s %10.1f\n", prov,
+		       per_call ? "s/w/s, reg each" : "send/write/send", PATTERN_SIZE, PATTERN_DEPTH,
+		       "-", "-", "-", done * (double)PATTERN_SIZE / dt / 1e6);
 	rpcrdma_mr_dereg(mr);
+	free(buf);
+}
+
+/* One registration of 4 KiB for remote write and its deregistration, back to back: what
+ * an RPC with one write chunk pays for least exposure with this provider. */
+static void reg_cost(struct rpcrdma_prov *p, const char *prov, const struct opts *o)
+{
+	uint8_t *buf = aligned_alloc(4096, PATTERN_SIZE);
+	double t0 = now_s(), end = t0 + o->seconds / 4, dt, us;
+	uint64_t n = 0;
+
+	memset(buf, 0, PATTERN_SIZE);
+	while (now_s() < end) {
+		struct rpcrdma_mr *mr;
+		int rc = rpcrdma_mr_reg(p, buf, PATTERN_SIZE, RPCRDMA_ACC_REMOTE_WRITE, &mr);
+
+		if (rc)
+			die("register", rc);
+		rpcrdma_mr_dereg(mr);
+		n++;
+	}
+	dt = now_s() - t0;
+	us = dt / (double)n * 1e6;
+	if (o->json)
+		printf("{\"transport\":\"raw/%s\",\"op\":\"reg_dereg\",\"size\":%d,\"depth\":1,"
+		       "\"avg_us\":%.2f}\n", prov, PATTERN_SIZE, us);
+	else
+		printf("%-5s %-14s %8d %5d %12.2f %10s %10s %10s\n", prov, "reg+dereg", PATTERN_SIZE, 1,
+		       us, "-", "-", "-");
 	free(buf);
 }
 
@@ -420,7 +497,7 @@ static int run_provider(const char *prov, const struct opts *o)
 	child = fork();  /* before libfabric is opened here: it is not fork-safe */
 	if (child == 0) {
 		close(fds[0]);
-		server(prov, fds[1]);
+		server(prov, o, fds[1]);
 	}
 	close(fds[1]);
 	if (read(fds[0], &port, sizeof(port)) != sizeof(port) || !port) {
@@ -431,7 +508,7 @@ static int run_provider(const char *prov, const struct opts *o)
 	close(fds[0]);
 	rc = rpcrdma_prov_open(prov, &p, NULL, 0);
 	if (!rc)
-		rc = rpcrdma_connect(p, "127.0.0.1", port, NULL, 0, 10000, &ep);
+		rc = rpcrdma_connect(p, o->host ? o->host : "127.0.0.1", port, NULL, 0, 10000, &ep);
 	if (rc)
 		die("connect", rc);
 	msgbufs_init(p, &m);
@@ -446,7 +523,9 @@ static int run_provider(const char *prov, const struct opts *o)
 	bandwidth(ep, p, &in, RPCRDMA_OP_READ, REGION, prov, o);
 	bandwidth(ep, p, &in, RPCRDMA_OP_WRITE, 4096, prov, o);
 	bandwidth(ep, p, &in, RPCRDMA_OP_WRITE, REGION, prov, o);
-	rpc_pattern(ep, p, &m, prov, o);
+	rpc_pattern(ep, p, &m, prov, o, 0);
+	rpc_pattern(ep, p, &m, prov, o, 1);
+	reg_cost(p, prov, o);
 	send_now(ep, &m, &(struct info){ MSG_BYE, 0, 0 }, sizeof(struct info), early, &n);
 	rpcrdma_ep_close(ep);
 	rpcrdma_mr_dereg(m.mr);
@@ -459,7 +538,7 @@ static int run_provider(const char *prov, const struct opts *o)
 int main(int argc, char **argv)
 {
 	const char *provs[8];
-	struct opts o = { 1.0, 0 };
+	struct opts o = { 1.0, 0, NULL };
 	int np = 0, i, rc = 0;
 
 	for (i = 1; i < argc; i++) {
@@ -467,10 +546,13 @@ int main(int argc, char **argv)
 			o.json = 1;
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			o.seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--host") && i + 1 < argc)
+			o.host = argv[++i];
 		else if (!strcmp(argv[i], "--provider") && i + 1 < argc && np < 8)
 			provs[np++] = argv[++i];
 		else {
-			fprintf(stderr, "usage: bench_prov [--provider NAME]... [--seconds S] [--json]\n");
+			fprintf(stderr, "usage: bench_prov [--provider NAME]... [--host ADDR] [--seconds S] "
+				"[--json]\n");
 			return 2;
 		}
 	}

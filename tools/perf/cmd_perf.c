@@ -908,7 +908,7 @@ static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *o
 			fprintf(text_out(c), "  raw: %s", line);
 		else
 			fputs(line, stdout);
-		if (strstr(line, "rpc_pattern"))
+		if (strstr(line, "\"op\":\"rpc_pattern\","))   /* not rpc_pattern_reg */
 			out->pattern_mbps_4k = json_num(line, "\"MBps\":");
 		else if (strstr(line, "send_pingpong"))
 			out->pingpong_avg_us = json_num(line, "\"avg_us\":");
