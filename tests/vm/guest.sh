@@ -10,7 +10,8 @@
 #   nfs3cp   our NFSv3 client (examples/nfs3) against knfsd over RDMA
 #   nfs3d    the kernel's NFSv3 client mounting our server (examples/nfs3) over RDMA and TCP
 #   bench    figures, ratios within one run (only when named): rpcrdma perf against
-#            perftest, nfs3cp against the kernel's client
+#            perftest, bench_prov on rxe0 with and without a registration per call, the
+#            nfs2 workload over verbs against TCP, nfs3cp against the kernel's client
 # The dummy device's address (TEST-NET-1) exists only inside this VM, which has no NIC.
 set -u
 . /vmout/env.sh

@@ -290,8 +290,39 @@ perftest_bw() {   # perftest_bw TOOL SIZE: the tool's average MB/s (about 64 MiB
 	awk -v s="$size" '$1 == s { print $4 }' /tmp/pt-client.log | tail -n1
 }
 
+# guard SECS CMD...: CMD, or, when it is still running after SECS, where our processes
+# wait (kernel and user stacks: gdb from the host's root) before it is killed. A figure
+# that hangs says where, instead of the whole suite running into VM_TIMEOUT.
+guard() {
+	local secs=$1 pid t th i
+	shift
+	"$@" &
+	pid=$!
+	for i in $(seq $((secs * 10))); do
+		kill -0 $pid 2>/dev/null || { wait $pid; return; }
+		sleep 0.1
+	done
+	echo "guard: still running after $secs s: $*" >&2
+	for t in /proc/[0-9]*; do
+		case "$(tr '\0' ' ' <$t/cmdline 2>/dev/null)" in
+		*"$VM_BUILD"*) ;;
+		*) continue ;;
+		esac
+		echo "== ${t#/proc/}: $(tr '\0' ' ' <$t/cmdline)" >&2
+		for th in $t/task/*; do
+			echo "-- thread ${th##*/}: $(cat $th/wchan 2>/dev/null)" >&2
+			head -4 $th/stack >&2 2>/dev/null
+		done
+		command -v gdb >/dev/null && timeout 60 gdb -p ${t#/proc/} -batch -nx \
+			-ex 'thread apply all bt 12' 2>&1 | grep -E '^(Thread|#)' >&2
+	done
+	kill -9 $pid
+	wait $pid
+	return 124
+}
+
 our_bw() {   # our_bw OP SIZE DEPTH: rpcrdma perf's MB/s over 3 s
-	"$CLI" perf "$VM_ADDR:$BENCH_PORT" --provider verbs --ops "$1" --sizes "$2" \
+	guard 120 "$CLI" perf "$VM_ADDR:$BENCH_PORT" --provider verbs --ops "$1" --sizes "$2" \
 		--depths "$3" --seconds 3 | awk -v op="$1" '$2 == op { print $6 }'
 }
 
@@ -320,6 +351,12 @@ suite_bench() {
 			"$(echo "$o / $p" | bc -l)"
 	done
 	kill $spid; wait $spid || true
+	echo "raw verbs on rxe0: the RPC pattern (4 KiB RDMA Write, 32 in flight) with one region"
+	echo "registered up front, then with a registration per call as the engine makes (s/w/s, reg each)"
+	guard 300 "$VM_BUILD/bench_prov" --provider verbs --host "$VM_ADDR" --seconds 3
+	echo "real programs, short-lived processes (bench/nfs2_workload.sh): ONC RPC/TCP on loopback"
+	echo "against RPC-over-RDMA on rxe0"
+	HOST=$VM_ADDR PROVIDERS=verbs guard 600 bash "$VM_SRC/bench/nfs2_workload.sh" "$VM_BUILD" 3
 	knfsd_up
 	mkdir -p $d /mnt/knfsd
 	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
