@@ -23,6 +23,7 @@ enum { FAKE_CONNECT, FAKE_ACCEPT, FAKE_REJECT };
 static int (*fake_last_pdata)(int kind, uint8_t *out);
 static unsigned (*fake_inline_sends)(void);
 static unsigned (*fake_rnr_timer)(uint8_t *last);
+static unsigned (*fake_cm_reads)(void);
 
 #define MIB (1024 * 1024)
 
@@ -398,6 +399,47 @@ static void test_late_receive(void)
 	bufs_free(&cb);
 }
 
+/* A loop that polls an idle endpoint reads the CM channel (a system call) once per
+ * VB_CM_LOOK_MS, not once per poll; arming reads it, and a disconnect is still seen by
+ * a poller. Counted by the stand-in. */
+static void test_poll_spares_cm(void)
+{
+	struct side s = { 0 };
+	struct rpcrdma_ep *cli = NULL;
+	struct rpcrdma_cqe e;
+	unsigned r0, reads;
+	double t0, ms;
+	int i, disc = 0;
+
+	if (!fake_cm_reads) {
+		printf("  (counted by the stand-in only)\n");
+		return;
+	}
+	CHECK(connect_pair(&s, NULL, 0, &cli) == 0 && s.rc == 0);
+	if (!cli || !s.ep)
+		return;
+	r0 = fake_cm_reads();
+	t0 = now_s();
+	for (i = 0; i < 20000; i++)
+		CHECK(rpcrdma_ep_poll(cli, &e, 1) == 0);
+	ms = (now_s() - t0) * 1e3;
+	reads = fake_cm_reads() - r0;
+	printf("  20000 polls in %.1f ms read the CM channel %u times\n", ms, reads);
+	CHECK(reads <= (unsigned)ms + 2);
+	r0 = fake_cm_reads();
+	CHECK(rpcrdma_ep_arm(cli) == 0);
+	CHECK(fake_cm_reads() - r0 >= 1);
+	rpcrdma_ep_close(s.ep);
+	for (i = 0; i < 2000 && !disc; i++) {
+		if (rpcrdma_ep_poll(cli, &e, 1) == 1)
+			disc = e.op == RPCRDMA_OP_DISCONNECT;
+		else
+			rpcrdma_ep_wait(cli, 1);
+	}
+	CHECK(disc);
+	rpcrdma_ep_close(cli);
+}
+
 /* The client goes: the server hears it, and its eight receives come back flushed. */
 static void test_close_flush_and_fd(void)
 {
@@ -443,6 +485,7 @@ int main(int argc, char **argv)
 	*(void **)&fake_last_pdata = dlsym(RTLD_DEFAULT, "fake_rdma_last_pdata");
 	*(void **)&fake_inline_sends = dlsym(RTLD_DEFAULT, "fake_rdma_inline_sends");
 	*(void **)&fake_rnr_timer = dlsym(RTLD_DEFAULT, "fake_rdma_rnr_timer");
+	*(void **)&fake_cm_reads = dlsym(RTLD_DEFAULT, "fake_rdma_cm_reads");
 	rc = h_list ? 0 : rpcrdma_prov_open("verbs", &prov, err, sizeof(err));
 	if (rc == -RPCRDMA_ERR_NOPROV && !fake_last_pdata) {
 		printf("SKIPPED: no RDMA device here and no stand-in (LD_PRELOAD=libfakerdma.so)\n");
@@ -468,6 +511,7 @@ int main(int argc, char **argv)
 	RUN(test_reject_and_refused);
 	RUN(test_close_flush_and_fd);
 	RUN(test_late_receive);
+	RUN(test_poll_spares_cm);
 	rpcrdma_listener_close(lst);
 	rpcrdma_prov_close(prov);
 	HARNESS_END();

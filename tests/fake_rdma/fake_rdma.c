@@ -14,7 +14,8 @@
  *   against key, range and right (a violation breaks the connection: REM_ACCESS_ERR for
  *   the requester, both queue pairs in error), flushed work requests when a queue pair
  *   enters the error state, completion channels with armed notification, and a connected
- *   queue pair's minimum RNR timer (kept, not timed: fake_rdma_rnr_timer()).
+ *   queue pair's minimum RNR timer (kept, not timed: fake_rdma_rnr_timer()). Reads of
+ *   CM channels are counted (fake_rdma_cm_reads()).
  *
  * Everything completes at once, under one lock. What the provider handed to the CM is
  * kept for the test to read: fake_rdma_last_pdata(). Not a model of timing, congestion,
@@ -498,11 +499,23 @@ static void post_event(struct fid *to, struct fid *ev_id, enum rdma_cm_event_typ
 	signal_fd(c->ch.fd);
 }
 
+static unsigned cm_reads;   /* rdma_get_cm_event calls: each is a system call in rdma-core */
+
+/* rdma_get_cm_event calls so far. */
+FAKE_EXPORT unsigned fake_rdma_cm_reads(void);
+
+FAKE_EXPORT unsigned fake_rdma_cm_reads(void)
+{
+	return __atomic_load_n(&cm_reads, __ATOMIC_RELAXED);
+}
+
 FAKE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
 {
 	struct fch *c = (struct fch *)ch;
 	struct fevent *e;
 	uint64_t v;
+
+	__atomic_add_fetch(&cm_reads, 1, __ATOMIC_RELAXED);
 
 	if (read(ch->fd, &v, sizeof(v)) != sizeof(v)) {
 		errno = EAGAIN;
