@@ -219,14 +219,16 @@ static void server(const char *prov, const struct opts *o, int fd)
 
 		if (c.op == RPCRDMA_OP_DISCONNECT)
 			break;
-		if (c.op != RPCRDMA_OP_RECV || c.status || c.len < 4 || c.len > sizeof(msg))
+		if (c.op != RPCRDMA_OP_RECV || c.status)
 			continue;   /* the pattern's Writes and Sends complete here too */
 		/* the receive goes back before the answer leaves: the client's next message
 		 * follows the answer, and one that found no receive would wait for the
 		 * fabric's RNR retry (verbs) */
 		s = slot(&m, (int)(uintptr_t)c.ctx - 1, 4096);
-		memcpy(msg, s.addr, c.len);
+		memcpy(msg, s.addr, c.len < sizeof(msg) ? c.len : sizeof(msg));
 		rpcrdma_post_recv(ep, &s, c.ctx);
+		if (c.len < 4)
+			continue;
 		memcpy(&type, msg, 4);
 		if (type == MSG_PING)
 			send_now(ep, &m, msg, c.len, early, &n);
@@ -251,7 +253,6 @@ static int cmp_d(const void *a, const void *b)
 
 	return x < y ? -1 : x > y;
 }
-
 
 static void report_lat(const char *prov, double *lat, int n, const struct opts *o)
 {
