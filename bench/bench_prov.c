@@ -22,15 +22,15 @@
 #include "rpcrdma/prov.h"
 
 #define REGION (1u << 20)
+#define DEPTH 16
+#define PING 64
+#define NBUF 32
 
 struct opts {
 	double seconds;
 	int json;
-	const char *host;
+	const char *host;   /* NULL: loopback */
 };
-#define DEPTH 16
-#define PING 64
-#define NBUF 32
 
 enum { MSG_INFO = 1, MSG_PING, MSG_BYE, MSG_CALL, MSG_REPLY };
 

@@ -455,14 +455,16 @@ static int resolve(struct vb_ep *e, const char *host, uint16_t port, int timeout
 static void rnr_timer_short(struct vb_ep *e)
 {
 	struct ibv_qp_attr a;
+	int rc;
 
 	if (e->vp->iwarp)
 		return;
 	memset(&a, 0, sizeof(a));
 	a.min_rnr_timer = VB_MIN_RNR_TIMER;
-	if (ibv_modify_qp(e->id->qp, &a, IBV_QP_MIN_RNR_TIMER))
+	rc = ibv_modify_qp(e->id->qp, &a, IBV_QP_MIN_RNR_TIMER);   /* an errno value */
+	if (rc)
 		rpcrdma_log(RPCRDMA_LOG_WARN, "verbs: cannot shorten the RNR timer (%s): a Send "
-			    "that finds no receive waits 655 ms before its retry", strerror(errno));
+			    "that finds no receive waits 655 ms before its retry", strerror(rc));
 }
 
 static int vb_connect(struct rpcrdma_prov *p, const char *host, uint16_t port,

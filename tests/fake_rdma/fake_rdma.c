@@ -14,7 +14,7 @@
  *   against key, range and right (a violation breaks the connection: REM_ACCESS_ERR for
  *   the requester, both queue pairs in error), flushed work requests when a queue pair
  *   enters the error state, completion channels with armed notification, and a connected
- *   queue pair's minimum RNR timer (kept, not timed: fake_rdma_rnr_timer()). Reads of
+ *   queue pair's minimum RNR timer (counted, not timed: fake_rdma_rnr_timer()). Reads of
  *   CM channels are counted (fake_rdma_cm_reads()).
  *
  * Everything completes at once, under one lock. What the provider handed to the CM is
@@ -422,7 +422,6 @@ struct fqp {
 	uint8_t max_rd_atomic;   /* RDMA Reads it may have outstanding: the initiator depth
 				    of its rdma_connect() or rdma_accept() */
 	uint32_t max_inline;
-	uint8_t min_rnr_timer;   /* as ibv_modify_qp set it; the CM's 0 otherwise */
 	struct precv rq[RQ_CAP];
 	unsigned rq_head, rq_n;
 	struct pending_send *sends;   /* Sends waiting for a receive here */
@@ -937,7 +936,6 @@ FAKE_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int m
 	    attr->min_rnr_timer > 31) {
 		rc = EINVAL;
 	} else {
-		q->min_rnr_timer = attr->min_rnr_timer;
 		last_rnr_timer = attr->min_rnr_timer;
 		rnr_timers_set++;
 	}
