@@ -27,6 +27,7 @@ const char *rpcrdma_strerror(int err)
 	case RPCRDMA_ERR_IO: return "RDMA operation failed";
 	case RPCRDMA_ERR_ACCESS: return "remote access refused";
 	case RPCRDMA_ERR_ADDR: return "address not usable";
+	case RPCRDMA_ERR_NOTSUP: return "not supported by this provider";
 	default: return "unknown error";
 	}
 }

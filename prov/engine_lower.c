@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The engine's lower face over a provider endpoint (include/rpcrdma/engine.h): the
- * engine's requests go straight to the public provider calls. */
+ * engine's requests go straight to the public provider calls; and a server engine's
+ * accept, its receives posted first. */
 #include "prov_int.h"
 #include "rpcrdma/engine.h"
 
@@ -50,4 +51,55 @@ void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
 	lo->post_send = lo_post_send;
 	lo->post_read = lo_post_read;
 	lo->post_write = lo_post_write;
+}
+
+static int eng_accept_late(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, const void *pd,
+			   size_t n, int timeout_ms, uint64_t now_ms, struct rpcrdma_ep **ep)
+{
+	struct rpcrdma_eng_lower lo;
+	int rc = rpcrdma_accept(req, pd, n, timeout_ms, ep);
+
+	if (rc)
+		return rc;
+	rpcrdma_eng_lower_ep(&lo, (*ep)->prov, *ep);
+	return rpcrdma_eng_start(e, &lo, now_ms);
+}
+
+int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int timeout_ms,
+		       uint64_t now_ms, struct rpcrdma_ep **out)
+{
+	uint8_t pd[RPCRDMA_PDATA_MAX];
+	struct rpcrdma_eng_lower lo;
+	struct rpcrdma_ep *ep = NULL;
+	const void *peer;
+	size_t plen;
+	int n, rc;
+
+	if (!e || !req || !out) {
+		rpcrdma_reject(req, NULL, 0);
+		return -RPCRDMA_ERR_INVAL;
+	}
+	*out = NULL;
+	peer = rpcrdma_connreq_pdata(req, &plen);
+	rpcrdma_eng_set_peer_pdata(e, peer, plen);
+	n = rpcrdma_eng_pdata(e, pd, sizeof(pd));
+	if (n < 0) {
+		rpcrdma_reject(req, NULL, 0);
+		return n;
+	}
+	rc = rpcrdma_accept_prepare(req, pd, (size_t)n, &ep);
+	if (rc == -RPCRDMA_ERR_NOTSUP) {
+		rc = eng_accept_late(e, req, pd, (size_t)n, timeout_ms, now_ms, &ep);
+	} else if (!rc) {
+		rpcrdma_eng_lower_ep(&lo, ep->prov, ep);
+		rc = rpcrdma_eng_start(e, &lo, now_ms);
+		if (!rc)
+			rc = rpcrdma_accept_finish(ep, timeout_ms);
+	}
+	if (rc) {
+		rpcrdma_ep_close(ep);
+		return rc;
+	}
+	*out = ep;
+	return 0;
 }

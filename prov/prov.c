@@ -145,6 +145,28 @@ int rpcrdma_accept(struct rpcrdma_connreq *r, const void *pdata, size_t len, int
 	return connected(r->prov->ops->accept(r, pdata, len, timeout_ms, out), out, 0, pdata, len);
 }
 
+/* The capture joins here, not when connected: it must see the receives posted between. */
+int rpcrdma_accept_prepare(struct rpcrdma_connreq *r, const void *pdata, size_t len,
+			   struct rpcrdma_ep **out)
+{
+	if (!r || !out)
+		return -RPCRDMA_ERR_INVAL;
+	if (!r->prov->ops->accept_prepare)
+		return -RPCRDMA_ERR_NOTSUP;
+	if (!pdata_ok(pdata, len)) {
+		r->prov->ops->reject(r, NULL, 0);
+		return -RPCRDMA_ERR_INVAL;
+	}
+	return connected(r->prov->ops->accept_prepare(r, out), out, 0, pdata, len);
+}
+
+int rpcrdma_accept_finish(struct rpcrdma_ep *ep, int timeout_ms)
+{
+	if (!ep || ep->active || ep->connected || !ep->prov->ops->accept_finish)
+		return -RPCRDMA_ERR_INVAL;
+	return ep->prov->ops->accept_finish(ep, ep->my_pdata, ep->my_pdata_len, timeout_ms);
+}
+
 void rpcrdma_reject(struct rpcrdma_connreq *r, const void *pdata, size_t len)
 {
 	if (!r)

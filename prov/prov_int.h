@@ -48,6 +48,10 @@ struct rpcrdma_prov_ops {
 	int (*listener_drain)(struct rpcrdma_listener *l);
 	/* optional: make ready what the next accept needs (see rpcrdma_listener_prepare) */
 	int (*listener_prepare)(struct rpcrdma_listener *l);
+	/* optional, both or neither: accept in two steps (rpcrdma_accept_prepare); prepare
+	 * consumes the request whatever it returns, finish leaves the endpoint to close */
+	int (*accept_prepare)(struct rpcrdma_connreq *r, struct rpcrdma_ep **out);
+	int (*accept_finish)(struct rpcrdma_ep *ep, const void *pdata, size_t len, int timeout_ms);
 };
 
 /* Every implementation's objects start with these. */

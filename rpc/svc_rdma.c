@@ -864,11 +864,7 @@ static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *r
 					.reply_done = on_reply_done, .fatal = on_fatal,
 					.bc_done = on_bc_done };
 	struct rpcrdma_eng_config cfg;
-	uint8_t pd[RPCRDMA_PDATA_MAX];
-	struct rpcrdma_eng_lower lo;
-	const void *peer;
-	size_t plen;
-	int n, rc;
+	int rc;
 
 	/* each connection needs a receive of the shared budget for its first credit (RFC 8166
 	 * §3.3.3): with none left the request is refused, not accepted and then dropped */
@@ -888,14 +884,7 @@ static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *r
 		rpcrdma_reject(req, NULL, 0);
 		return rc;
 	}
-	peer = rpcrdma_connreq_pdata(req, &plen);
-	rpcrdma_eng_set_peer_pdata(c->eng, peer, plen);
-	n = rpcrdma_eng_pdata(c->eng, pd, sizeof(pd));
-	rc = rpcrdma_accept(req, pd, (size_t)n, ACCEPT_MS, &c->ep);
-	if (rc)
-		return rc;
-	rpcrdma_eng_lower_ep(&lo, s->p, c->ep);
-	return rpcrdma_eng_start(c->eng, &lo, rpcrdma__rpc_now());
+	return rpcrdma_eng_accept(c->eng, req, ACCEPT_MS, rpcrdma__rpc_now(), &c->ep);
 }
 
 /* What svc_getcaller() and svc_getrpccaller() return, as over TCP. */

@@ -181,14 +181,10 @@ static int serve(const char *prov, uint16_t port, uint32_t inl)
 {
 	struct rpcrdma_eng_upper up = { 0 };
 	struct rpcrdma_eng_config cfg;
-	struct rpcrdma_eng_lower lo;
 	struct rpcrdma_listener *l;
 	struct rpcrdma_connreq *req;
 	struct peer x;
-	uint8_t pd[RPCRDMA_PDATA_MAX];
-	const void *peer_pd;
-	size_t plen;
-	int n, rc;
+	int rc;
 
 	memset(&x, 0, sizeof(x));
 	if (test_prov_absent(prov))
@@ -209,17 +205,11 @@ static int serve(const char *prov, uint16_t port, uint32_t inl)
 	up.fatal = on_fatal;
 	if (rpcrdma_eng_create(&cfg, &up, &x.eng) || rpcrdma_listener_get(l, 30000, &req))
 		return 1;
-	peer_pd = rpcrdma_connreq_pdata(req, &plen);
-	rpcrdma_eng_set_peer_pdata(x.eng, peer_pd, plen);
-	n = rpcrdma_eng_pdata(x.eng, pd, sizeof(pd));
-	rc = rpcrdma_accept(req, pd, (size_t)n, 10000, &x.ep);
+	rc = rpcrdma_eng_accept(x.eng, req, 10000, now_ms(), &x.ep);
 	if (rc) {
 		fprintf(stderr, "accept: %s\n", rpcrdma_strerror(rc));
 		return 1;
 	}
-	rpcrdma_eng_lower_ep(&lo, x.p, x.ep);
-	if (rpcrdma_eng_start(x.eng, &lo, now_ms()))
-		return 1;
 	drive(&x, server_done);
 	print_stats("server", x.eng);
 	printf("server: %d requests, %d bad, %d answered ERR_CHUNK\n", x.requests, x.bad,

@@ -8,7 +8,8 @@
  * nobody listening; Send/Receive, RDMA Write and Read scattered on both sides with every
  * byte checked; a forbidden Write breaks the connection and everything posted completes;
  * a closed peer flushes the other side's receives; waiting on the descriptor; a Send
- * that finds no receive is retried soon (the RNR timer); libfabric is never loaded. */
+ * that finds no receive is retried soon (the RNR timer); a server's receives posted
+ * before it accepts (iWARP has no RNR); libfabric is never loaded. */
 #include <dlfcn.h>
 #include <poll.h>
 #include <pthread.h>
@@ -399,6 +400,95 @@ static void test_late_receive(void)
 	bufs_free(&cb);
 }
 
+/* The server half of test_recv_before_accept: a receive posted before the accept. */
+struct early {
+	struct bufs b;
+	struct rpcrdma_ep *ep;
+	int rc, close_instead;   /* closing before the accept refuses the request */
+};
+
+static void *accept_early(void *arg)
+{
+	struct early *x = arg;
+	struct rpcrdma_connreq *r;
+	struct rpcrdma_sge sge = { x->b.ma, x->b.a, 4096 };
+
+	x->rc = rpcrdma_listener_get(lst, 5000, &r);
+	if (!x->rc)
+		x->rc = rpcrdma_accept_prepare(r, NULL, 0, &x->ep);
+	if (x->rc)
+		return NULL;
+	x->rc = rpcrdma_post_recv(x->ep, &sge, &x->b);
+	if (x->close_instead) {
+		rpcrdma_ep_close(x->ep);
+		x->ep = NULL;
+		return NULL;
+	}
+	if (!x->rc)
+		x->rc = rpcrdma_accept_finish(x->ep, 5000);
+	return NULL;
+}
+
+/* A server posts receives before it accepts (rpcrdma_accept_prepare/_finish): the
+ * client's first Send, made as soon as its side is connected, finds one. On iWARP (the
+ * stand-in with FAKE_RDMA_IWARP=1) a Send that finds none ends the connection, shown
+ * first with a one-step accept whose receive comes after the client's Send. Then a
+ * prepared endpoint closed before its accept refuses the client. */
+static void test_recv_before_accept(void)
+{
+	const char *iw = getenv("FAKE_RDMA_IWARP");
+	struct early x = { 0 };
+	struct rpcrdma_ep *cli = NULL;
+	struct rpcrdma_cqe e;
+	struct bufs cb;
+	pthread_t t;
+
+	bufs_reg(&cb, 4096, RPCRDMA_ACC_LOCAL);
+	bufs_reg(&x.b, 4096, RPCRDMA_ACC_LOCAL);
+	fill(cb.a, 64, 3);
+	if (fake_last_pdata && iw && *iw == '1') {
+		struct side s = { 0 };
+		struct rpcrdma_sge m = { cb.ma, cb.a, 64 };
+
+		CHECK(connect_pair(&s, NULL, 0, &cli) == 0 && s.rc == 0);
+		CHECK(rpcrdma_post_send(cli, &m, &cb) == 0);
+		CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_SEND && e.status != 0);
+		rpcrdma_ep_close(cli);
+		rpcrdma_ep_close(s.ep);
+		cli = NULL;
+	}
+	pthread_create(&t, NULL, accept_early, &x);
+	CHECK(rpcrdma_connect(prov, test_host(), rpcrdma_listener_port(lst), NULL, 0, 5000,
+			      &cli) == 0);
+	if (cli) {
+		struct rpcrdma_sge m = { cb.ma, cb.a, 64 };
+
+		CHECK(rpcrdma_post_send(cli, &m, &cb) == 0);   /* perhaps before the join */
+		CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_SEND && e.status == 0);
+	}
+	pthread_join(t, NULL);
+	CHECK_EQ_I(x.rc, 0);
+	if (x.ep) {
+		CHECK(rpcrdma_ep_connected(x.ep));
+		CHECK_ERR(rpcrdma_accept_finish(x.ep, 100), RPCRDMA_ERR_INVAL);   /* once */
+		CHECK(next(x.ep, &e) == 0 && e.op == RPCRDMA_OP_RECV && e.status == 0 && e.len == 64);
+		CHECK(!memcmp(x.b.a, cb.a, 64));
+	}
+	if (cli)
+		CHECK_ERR(rpcrdma_accept_finish(cli, 100), RPCRDMA_ERR_INVAL);   /* not a server's */
+	rpcrdma_ep_close(cli);
+	rpcrdma_ep_close(x.ep);
+	cli = NULL;
+	x = (struct early){ .b = x.b, .close_instead = 1 };
+	pthread_create(&t, NULL, accept_early, &x);
+	CHECK_ERR(rpcrdma_connect(prov, test_host(), rpcrdma_listener_port(lst), NULL, 0, 5000,
+				  &cli), RPCRDMA_ERR_REJECTED);
+	pthread_join(t, NULL);
+	CHECK_EQ_I(x.rc, 0);
+	bufs_free(&cb);
+	bufs_free(&x.b);
+}
+
 /* A loop that polls an idle endpoint reads the CM channel (a system call) once per
  * VB_CM_LOOK_MS, not once per poll; arming reads it, and a disconnect is still seen by
  * a poller. Counted by the stand-in. */
@@ -511,6 +601,7 @@ int main(int argc, char **argv)
 	RUN(test_reject_and_refused);
 	RUN(test_close_flush_and_fd);
 	RUN(test_late_receive);
+	RUN(test_recv_before_accept);
 	RUN(test_poll_spares_cm);
 	rpcrdma_listener_close(lst);
 	rpcrdma_prov_close(prov);

@@ -32,6 +32,7 @@ enum rpcrdma_err {
 	RPCRDMA_ERR_IO = 13,     /* an RDMA operation failed */
 	RPCRDMA_ERR_ACCESS = 14, /* remote access refused (bad key, range or right) */
 	RPCRDMA_ERR_ADDR = 15,   /* host or port not usable */
+	RPCRDMA_ERR_NOTSUP = 16, /* not something this provider does */
 };
 
 /* Text for a negative (or positive) RPCRDMA_ERR_* value; never NULL. */

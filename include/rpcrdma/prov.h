@@ -120,6 +120,19 @@ RPCRDMA_API const void *rpcrdma_connreq_pdata(const struct rpcrdma_connreq *r, s
 RPCRDMA_API int rpcrdma_accept(struct rpcrdma_connreq *r, const void *pdata, size_t len,
 			       int timeout_ms, struct rpcrdma_ep **out);
 RPCRDMA_API void rpcrdma_reject(struct rpcrdma_connreq *r, const void *pdata, size_t len);
+/* Accepting in two steps, so that a server's receives are posted before its client can
+ * send: the client may send as soon as its side is established, and iWARP has no RNR
+ * retry (a Send that finds no receive ends the connection). rpcrdma_accept_prepare()
+ * makes the endpoint the request will be accepted on, with our private data; receives
+ * may be posted to it, nothing else, until rpcrdma_accept_finish() returns 0 (connected).
+ * From a successful prepare on, the request belongs to the endpoint and the endpoint to
+ * the caller, who closes it: closing one not yet accepted, or whose finish failed,
+ * rejects the request. -RPCRDMA_ERR_NOTSUP: the provider makes its endpoint only when it
+ * accepts (libfabric's, whose byte streams hold what arrives early); the request is
+ * untouched, for rpcrdma_accept(). Other errors consume the request (rejected). */
+RPCRDMA_API int rpcrdma_accept_prepare(struct rpcrdma_connreq *r, const void *pdata, size_t len,
+				       struct rpcrdma_ep **out);
+RPCRDMA_API int rpcrdma_accept_finish(struct rpcrdma_ep *ep, int timeout_ms);
 
 /* Connect with private data; the peer's is then rpcrdma_ep_peer_pdata(). A refusal is
  * -RPCRDMA_ERR_REJECTED, nobody listening -RPCRDMA_ERR_REFUSED or _TIMEDOUT. */
@@ -235,6 +248,13 @@ RPCRDMA_API void rpcrdma_log(int level, const char *fmt, ...)
  * registers memory with p. */
 RPCRDMA_API void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
 				      struct rpcrdma_ep *ep);
+/* A server engine (created, not started) takes a connection request: it reads the
+ * client's private data, answers with its own, and starts on the new endpoint with its
+ * receives posted before the accept where the provider makes that possible
+ * (rpcrdma_accept_prepare; after it elsewhere). The request is consumed. Returns 0 with
+ * *out connected, or an error with *out NULL (the engine is then to be destroyed). */
+RPCRDMA_API int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req,
+				   int timeout_ms, uint64_t now_ms, struct rpcrdma_ep **out);
 
 #ifdef __cplusplus
 }

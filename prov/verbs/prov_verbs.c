@@ -78,6 +78,7 @@ struct vb_ep {
 	unsigned cq_events;          /* completion events not yet acknowledged */
 	int64_t cm_looked;           /* when the CM channel was last read (ms); 0: read next */
 	uint32_t max_inline;         /* Sends up to this long go inline (IBV_SEND_INLINE) */
+	struct vb_connreq *req;      /* the request, until it is accepted: rejected if freed */
 	struct rpcrdma__opq q;
 };
 
@@ -324,14 +325,16 @@ static void ack_cq_events(struct vb_ep *e)
 static void cq_drain(struct vb_ep *e, struct rpcrdma__sink *s);
 
 /* Flushed work requests come back as completions once the QP is in error; they are
- * given VB_FLUSH_MS before the QP is destroyed and what is left is failed here. */
+ * given VB_FLUSH_MS before the QP is destroyed, and what is left is failed by the caller.
+ * A QP that could not be disconnected (one never connected: a request rejected with its
+ * receives posted) flushes nothing, so nothing is waited for. */
 static void flush_qp(struct vb_ep *e, struct rpcrdma__sink *s)
 {
 	int64_t until = rpcrdma__now_ms() + VB_FLUSH_MS;
 
-	rdma_disconnect(e->id);   /* moves the QP to the error state */
-	while (e->q.ops && rpcrdma__now_ms() < until)
-		cq_drain(e, s);
+	if (rdma_disconnect(e->id) == 0)   /* moves the QP to the error state */
+		while (e->q.ops && rpcrdma__now_ms() < until)
+			cq_drain(e, s);
 	rdma_destroy_qp(e->id);
 	cq_drain(e, s);
 }
@@ -398,6 +401,10 @@ static void cm_check_due(struct vb_ep *e, struct rpcrdma__sink *s)
 
 static void ep_free(struct vb_ep *e)
 {
+	if (e->req) {   /* prepared, never accepted: the client hears a refusal */
+		rdma_reject(e->id, NULL, 0);
+		free(e->req);
+	}
 	if (e->qp_live) {
 		e->qp_live = 0;
 		flush_qp(e, NULL);
@@ -626,59 +633,6 @@ static uint8_t min8(uint8_t a, uint8_t b)
 	return a < b ? a : b;
 }
 
-/* The new id moves to a channel of its own before it is accepted, so that its events
- * (established, disconnected) reach the connection and not the listener. */
-static int vb_accept(struct rpcrdma_connreq *base, const void *pdata, size_t len,
-		     int timeout_ms, struct rpcrdma_ep **out)
-{
-	struct vb_connreq *r = (struct vb_connreq *)base;
-	struct vb_prov *vp = r->l->vp;
-	struct rdma_conn_param cp;
-	struct rdma_cm_event *ev;
-	struct vb_ep *e = ep_alloc(vp);
-	int rc;
-
-	if (!e) {
-		rdma_reject(r->id, NULL, 0);
-		rdma_destroy_id(r->id);
-		free(r);
-		return -RPCRDMA_ERR_NOMEM;
-	}
-	e->id = r->id;
-	e->id->context = e;
-	rc = rdma_migrate_id(e->id, e->ch) ? map_errno(errno) : 0;
-	if (!rc)
-		rc = ep_make_qp(e);
-	if (rc) {
-		rdma_reject(e->id, NULL, 0);
-		goto out_free;
-	}
-	/* we answer no more Reads than it may issue, and issue no more than it answers: the
-	 * request's fields are already seen from this side (the IB CM swaps them), so
-	 * Linux's client (initiator depth 0, responder resources N) gets depth N from us;
-	 * mirroring them left our server no Read to issue, and soft-RoCE waits for ever */
-	rpcrdma__verbs_cm_param(&cp, pdata, len, min8(vp->rd_atom, r->resp_res),
-				min8(vp->init_depth, r->init_depth));
-	rc = rdma_accept(e->id, &cp) ? map_errno(errno) : 0;
-	if (!rc)
-		rc = cm_expect(e->ch, RDMA_CM_EVENT_ESTABLISHED,
-			       timeout_ms < 0 ? VB_CONNECT_MS : timeout_ms, &ev);
-	if (rc)
-		goto out_free;
-	rdma_ack_cm_event(ev);
-	rnr_timer_short(e);
-	memcpy(e->base.peer_pdata, r->base.pdata, r->base.pdata_len);
-	e->base.peer_pdata_len = r->base.pdata_len;
-	e->base.connected = 1;
-	free(r);
-	*out = &e->base;
-	return 0;
-out_free:
-	free(r);
-	ep_free(e);
-	return rc;
-}
-
 static void vb_reject(struct rpcrdma_connreq *base, const void *pdata, size_t len)
 {
 	struct vb_connreq *r = (struct vb_connreq *)base;
@@ -686,6 +640,83 @@ static void vb_reject(struct rpcrdma_connreq *base, const void *pdata, size_t le
 	rdma_reject(r->id, len ? pdata : NULL, (uint8_t)len);
 	rdma_destroy_id(r->id);
 	free(r);
+}
+
+/* The new id moves to a channel of its own before it is accepted, so that its events
+ * (established, disconnected) reach the connection and not the listener; its queue pair
+ * is made now, so that the caller posts receives before the client can send. */
+static int vb_accept_prepare(struct rpcrdma_connreq *base, struct rpcrdma_ep **out)
+{
+	struct vb_connreq *r = (struct vb_connreq *)base;
+	struct vb_ep *e = ep_alloc(r->l->vp);
+	int rc;
+
+	if (!e) {
+		vb_reject(base, NULL, 0);
+		return -RPCRDMA_ERR_NOMEM;
+	}
+	e->id = r->id;
+	e->id->context = e;
+	e->req = r;
+	rc = rdma_migrate_id(e->id, e->ch) ? map_errno(errno) : 0;
+	if (!rc)
+		rc = ep_make_qp(e);
+	if (rc) {
+		ep_free(e);
+		return rc;
+	}
+	memcpy(e->base.peer_pdata, r->base.pdata, r->base.pdata_len);
+	e->base.peer_pdata_len = r->base.pdata_len;
+	*out = &e->base;
+	return 0;
+}
+
+static int vb_accept_finish(struct rpcrdma_ep *base, const void *pdata, size_t len,
+			    int timeout_ms)
+{
+	struct vb_ep *e = (struct vb_ep *)base;
+	struct vb_connreq *r = e->req;
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	int rc;
+
+	if (!r)
+		return -RPCRDMA_ERR_INVAL;
+	/* we answer no more Reads than it may issue, and issue no more than it answers: the
+	 * request's fields are already seen from this side (the IB CM swaps them), so
+	 * Linux's client (initiator depth 0, responder resources N) gets depth N from us;
+	 * mirroring them left our server no Read to issue, and soft-RoCE waits for ever */
+	rpcrdma__verbs_cm_param(&cp, pdata, len, min8(e->vp->rd_atom, r->resp_res),
+				min8(e->vp->init_depth, r->init_depth));
+	if (rdma_accept(e->id, &cp))
+		return map_errno(errno);
+	e->req = NULL;
+	free(r);
+	rc = cm_expect(e->ch, RDMA_CM_EVENT_ESTABLISHED,
+		       timeout_ms < 0 ? VB_CONNECT_MS : timeout_ms, &ev);
+	if (rc)
+		return rc;
+	rdma_ack_cm_event(ev);
+	rnr_timer_short(e);
+	e->base.connected = 1;
+	return 0;
+}
+
+static int vb_accept(struct rpcrdma_connreq *base, const void *pdata, size_t len,
+		     int timeout_ms, struct rpcrdma_ep **out)
+{
+	struct rpcrdma_ep *ep;
+	int rc = vb_accept_prepare(base, &ep);
+
+	if (rc)
+		return rc;
+	rc = vb_accept_finish(ep, pdata, len, timeout_ms);
+	if (rc) {
+		ep_free((struct vb_ep *)ep);
+		return rc;
+	}
+	*out = ep;
+	return 0;
 }
 
 static void vb_ep_close(struct rpcrdma_ep *base)
@@ -944,6 +975,8 @@ static const struct rpcrdma_prov_ops vb_ops = {
 	.listener_fd = vb_listener_fd,
 	.listener_close = vb_listener_close,
 	.accept = vb_accept,
+	.accept_prepare = vb_accept_prepare,
+	.accept_finish = vb_accept_finish,
 	.reject = vb_reject,
 	.connect = vb_connect,
 	.ep_close = vb_ep_close,

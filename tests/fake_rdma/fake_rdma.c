@@ -10,7 +10,8 @@
  *   is rejected with status 8, a consumer's reject has status 28.
  * - Verbs: one device ("fakerdma0"), protection domains, registrations with keys and
  *   access rights, RC queue pairs joined by a connection, Send/Receive (a Send without a
- *   posted receive waits for one, as with infinite RNR retry), RDMA Read/Write checked
+ *   posted receive waits for one, as with infinite RNR retry; on the iWARP stand-in,
+ *   FAKE_RDMA_IWARP=1, it breaks the connection, as iWARP has no RNR), RDMA Read/Write checked
  *   against key, range and right (a violation breaks the connection: REM_ACCESS_ERR for
  *   the requester, both queue pairs in error), flushed work requests when a queue pair
  *   enters the error state, completion channels with armed notification, and a connected
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -803,10 +805,19 @@ static void deliver_waiting(struct fqp *to)
 
 static void do_send(struct fqp *q, struct fqp *p, const struct ibv_send_wr *wr)
 {
-	struct pending_send *s = calloc(1, sizeof(*s)), **tail;
+	struct pending_send *s, **tail;
 	uint32_t off = 0;
 	int i;
 
+	/* iWARP has no RNR retry: a Send that finds no receive posted makes the receiver
+	 * terminate the connection (no untagged buffer for it: DDP, RFC 5041) */
+	if (dev.transport_type == IBV_TRANSPORT_IWARP && !p->rq_n) {
+		cq_push(q->qp.send_cq, wr->wr_id, IBV_WC_REM_OP_ERR, IBV_WC_SEND, 0, q->qp.qp_num);
+		qp_error(q);
+		qp_error(p);
+		return;
+	}
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		abort();
 	s->from = q;
@@ -1060,6 +1071,9 @@ FAKE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *cp)
 		   196, cp);
 	post_event(child, child, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0, 0, NULL);
 	pthread_mutex_unlock(&big);
+	/* the passive side learns last (InfiniBand's RTU, iWARP's MPA reply go one way): its
+	 * client may send before it returns from here */
+	nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 	return 0;
 }
 
