@@ -126,8 +126,8 @@ RPCRDMA_API void rpcrdma_reject(struct rpcrdma_connreq *r, const void *pdata, si
  * makes the endpoint the request will be accepted on, with our private data; receives
  * may be posted to it, nothing else, until rpcrdma_accept_finish() returns 0 (connected).
  * From a successful prepare on, the request belongs to the endpoint and the endpoint to
- * the caller, who closes it: closing one not yet accepted, or whose finish failed,
- * rejects the request. -RPCRDMA_ERR_NOTSUP: the provider makes its endpoint only when it
+ * the caller, who closes it, also after a failed finish: closing one not yet accepted
+ * rejects the request, one accepted disconnects. -RPCRDMA_ERR_NOTSUP: the provider makes its endpoint only when it
  * accepts (libfabric's, whose byte streams hold what arrives early); the request is
  * untouched, for rpcrdma_accept(). Other errors consume the request (rejected). */
 RPCRDMA_API int rpcrdma_accept_prepare(struct rpcrdma_connreq *r, const void *pdata, size_t len,
