@@ -173,6 +173,29 @@ static bool choose_msgp(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	return true;
 }
 
+/* RDMA_MSG with every item back in the stream, when the whole call fits one Send:
+ * DDP-eligible is not DDP-required (RFC 8166 §3.4), and a chunk would cost a
+ * registration and the server's RDMA Read round trip for a few bytes. Linux's client
+ * sends such calls inline too. */
+static bool choose_items_inline(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+				const struct rpcrdma_call_args *a, bool reply_chunk)
+{
+	uint32_t hdr;
+	uint64_t len;
+
+	if (!a->nitems)
+		return false;
+	hdr = rpcrdma__hdr_chunks_len(0, a->nresults, a->nresults, 1, reply_chunk);
+	len = rpcrdma__flatten(NULL, a->xdr, a->xdr_len, a->items, a->nitems,
+			       all_items(a->nitems), 0, 0, 0);
+	if (hdr + len > e->inline_send)
+		return false;
+	c->proc = RPCRDMA_MSG;
+	c->mask = all_items(a->nitems);
+	c->inline_len = (uint32_t)len;
+	return true;
+}
+
 /* Read chunks: each non-empty item at its position in the stream with every item in
  * place, its XDR roundup in neither the chunk nor the inline stream (RFC 8166 §3.4.5). */
 static int add_read_chunks(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
@@ -279,7 +302,7 @@ static int add_p0_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 }
 
 /* Choose the form: RDMA_MSGP when configured and it fits, else RDMA_MSG with the items
- * as read chunks, else RDMA_NOMSG with the call in a position-zero read chunk (RFC 5666
+ * inline when it all fits, else RDMA_MSG with the items as read chunks, else RDMA_NOMSG with the call in a position-zero read chunk (RFC 5666
  * §3.5 long call). A reply chunk whenever the reply may not fit our receive buffer. */
 static int marshal(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 		   const struct rpcrdma_call_args *a)
@@ -293,7 +316,8 @@ static int marshal(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 		nitems += a->items[i].len != 0;
 	m->xid = c->xid;
 	m->vers = RPCRDMA_VERSION;
-	if (!choose_msgp(e, c, a, reply_chunk)) {
+	c->mask = 0;
+	if (!choose_msgp(e, c, a, reply_chunk) && !choose_items_inline(e, c, a, reply_chunk)) {
 		hdr = rpcrdma__hdr_chunks_len(nitems, a->nresults, a->nresults, 1, reply_chunk);
 		c->proc = hdr + a->xdr_len <= e->inline_send ? RPCRDMA_MSG : RPCRDMA_NOMSG;
 		c->inline_len = c->proc == RPCRDMA_MSG ? a->xdr_len : 0;
@@ -308,7 +332,7 @@ static int marshal(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 		if (rc)
 			return rc;
 	}
-	if (c->proc == RPCRDMA_MSG || (c->proc == RPCRDMA_NOMSG && !c->p0_buf)) {
+	if ((c->proc == RPCRDMA_MSG && !c->mask) || (c->proc == RPCRDMA_NOMSG && !c->p0_buf)) {
 		rc = add_read_chunks(e, c, a, m);
 		if (rc)
 			return rc;
@@ -429,9 +453,10 @@ static int send_call(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c)
 		rpcrdma__eng_sbuf_put(e, b);
 		return n;
 	}
-	if (c->proc == RPCRDMA_MSGP)
+	if (c->mask)   /* the items back in place; padded for RDMA_MSGP only */
 		rpcrdma__flatten(b->mem + n, a->xdr, a->xdr_len, a->items, a->nitems, c->mask,
-				 e->cfg.msgp_align, e->cfg.msgp_thresh, (uint32_t)n);
+				 c->proc == RPCRDMA_MSGP ? e->cfg.msgp_align : 0,
+				 e->cfg.msgp_thresh, (uint32_t)n);
 	else if (c->proc == RPCRDMA_MSG)
 		memcpy(b->mem + n, a->xdr, a->xdr_len);
 	b->send_for = SEND_CALL;

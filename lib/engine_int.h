@@ -107,7 +107,7 @@ struct rpcrdma_eng_call {
 	struct rpcrdma_mr *asm_mr;     /* a reply with read chunks, reassembled */
 	uint8_t *asm_buf;              /* ... or an inline reply, copied */
 	uint32_t proc;                 /* form of the call */
-	uint32_t mask;                 /* items sent inline (RDMA_MSGP) */
+	uint32_t mask;                 /* items sent inline (RDMA_MSGP, or RDMA_MSG that fits) */
 	uint32_t inline_len;
 	bool credit_counted;           /* counted once in credit_waits */
 	const uint8_t *reply;

@@ -444,7 +444,8 @@ static void test_objects_reused_clean(void)
 		{ 200000, 1, 1, 100000 },        /* read list, write list, reply chunk */
 		{ 100, 0, 0, REPLY_MAX(100) },   /* all inline */
 		{ 9000, 0, 0, REPLY_MAX(9000) }, /* past the 4 KiB inline: long call and reply */
-		{ 3, 1, 1, REPLY_MAX(3) },       /* odd length, chunks again */
+		{ 3, 1, 1, REPLY_MAX(3) },       /* argument inline (it fits), result in a chunk */
+		{ 4099, 1, 1, REPLY_MAX(4099) }, /* odd length past the inline: chunks again */
 		{ 0, 0, 0, REPLY_MAX(0) },
 	};
 	const unsigned n = sizeof(shape) / sizeof(shape[0]);
@@ -465,9 +466,10 @@ static void test_objects_reused_clean(void)
 	CHECK_EQ_U(cs.calls, 2 * n);
 	CHECK_EQ_U(cs.replies, 2 * n);
 	CHECK_EQ_U(ss.replies, 2 * n);
-	CHECK_EQ_U(cs.write_chunks, 2 * 2);
+	CHECK_EQ_U(cs.write_chunks, 2 * 3);
 	CHECK_EQ_U(cs.long_calls, 2);
 	CHECK_EQ_U(ss.rdma_reads, 2 * 2 + 2);   /* two read chunks and one long call a round */
+	CHECK_EQ_U(cs.read_chunks, 2 * 2 + 2);
 	CHECK_EQ_U(g.bad_calls, 0);
 	/* the server's kept requests, and the client's kept calls, go after 100 ms without
 	 * work: the tick asks to be called then, and after it nothing is due */
@@ -869,8 +871,9 @@ static void test_done_slot_wait(void)
 
 /* A read-list entry is 24 bytes (RFC 5666 §4.2). A call with one read chunk whose header
  * and inline part fill the peer's 4096-byte threshold exactly goes as RDMA_MSG; four
- * bytes more, as RDMA_NOMSG. Either way the server assembles the same call. */
-static void read_entry_call(uint32_t pad_len, uint32_t want_proc)
+ * bytes more, as RDMA_NOMSG. Either way the server assembles the same call. want_reads:
+ * the read chunks it must have offered (a long call's counts one). */
+static void read_entry_call(uint32_t pad_len, uint32_t want_proc, uint32_t want_reads)
 {
 	struct rig g;
 	struct echo_slot *s;
@@ -904,6 +907,7 @@ static void read_entry_call(uint32_t pad_len, uint32_t want_proc)
 	CHECK_EQ_U(g.nheld, 1);
 	stats(&g, &cs, &ss);
 	CHECK_EQ_U(cs.sent[want_proc], 1);
+	CHECK_EQ_U(cs.read_chunks, want_reads);
 	CHECK_EQ_U(ss.errors[RPCRDMA_EC_ERR_CHUNK_SENT] + cs.errors[RPCRDMA_EC_DISCONNECT], 0);
 	if (g.nheld == 1) {
 		uint32_t clen, n;
@@ -925,8 +929,17 @@ static void read_entry_call(uint32_t pad_len, uint32_t want_proc)
 
 static void test_read_entry_len_call(void)
 {
-	read_entry_call(3996, RPCRDMA_MSG);     /* 52-byte header + 4044 = 4096 */
-	read_entry_call(4000, RPCRDMA_NOMSG);   /* 4100: too long by the 4 bytes */
+	read_entry_call(3996, RPCRDMA_MSG, 1);     /* 52-byte header + 4044 = 4096 */
+	read_entry_call(4000, RPCRDMA_NOMSG, 1);   /* 4100: too long by the 4 bytes */
+}
+
+/* A DDP item goes inline when the whole call, item included, fits the threshold (as
+ * Linux's client sends it): a 28-byte header with empty lists + 4068 = 4096; four bytes
+ * more, and the item goes as a read chunk. */
+static void test_item_inline_call(void)
+{
+	read_entry_call(3920, RPCRDMA_MSG, 0);
+	read_entry_call(3924, RPCRDMA_MSG, 1);
 }
 
 /* The same boundary in a reply whose result goes as a read chunk (RFC 5666 §3.5): a header
@@ -2980,6 +2993,7 @@ int main(int argc, char **argv)
 	RUN(test_no_reply_reads_for_rfc8166_peer);
 	RUN(test_done_slot_wait);
 	RUN(test_read_entry_len_call);
+	RUN(test_item_inline_call);
 	RUN(test_read_entry_len_reply);
 	RUN(test_long_reply);
 	RUN(test_reply_fits_nowhere);

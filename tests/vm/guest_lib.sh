@@ -243,6 +243,10 @@ suite_nfs3cp() {
 	"$cp" --provider verbs /tmp/empty "$VM_ADDR:$d/empty"
 	"$cp" --provider verbs "$VM_ADDR:$d/empty" /tmp/empty.back
 	[ -f /tmp/empty.back ] && [ ! -s /tmp/empty.back ] && [ -f $d/empty ] && [ ! -s $d/empty ]
+	# a WRITE that fits one Send goes inline, as Linux's client sends it, and knfsd takes it
+	head -c 1000 /tmp/src16.bin >/tmp/tiny.bin
+	"$cp" --provider verbs /tmp/tiny.bin "$VM_ADDR:$d/tiny.bin"
+	cmp /tmp/tiny.bin $d/tiny.bin
 	# a directory of 300 entries, with long names: replies of many KiB in reply chunks
 	for i in $(seq 1 250); do : >"$d/tree/file-with-a-rather-long-name-number-$i"; done
 	for i in $(seq 1 50); do mkdir "$d/tree/directory-$i"; done
