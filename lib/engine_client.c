@@ -153,44 +153,26 @@ static uint32_t reply_hdr_len(const struct rpcrdma_call_args *a)
 	return rpcrdma__hdr_chunks_len(0, a->nresults, a->nresults, 0, false);
 }
 
-/* RDMA_MSGP (only when configured): every item back inline, padded, if it all fits. */
-static bool choose_msgp(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
-			const struct rpcrdma_call_args *a, bool reply_chunk)
+/* Every item back inline, if the whole call fits one Send: as RDMA_MSGP, padded (only
+ * when configured), or as RDMA_MSG. DDP-eligible is not DDP-required (RFC 8166 §3.4):
+ * for a few bytes a chunk would cost a registration and the server's RDMA Read round
+ * trip, and Linux's client sends such calls inline too. */
+static bool items_inline(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
+			 const struct rpcrdma_call_args *a, bool reply_chunk, uint32_t proc)
 {
-	uint32_t base;
+	bool msgp = proc == RPCRDMA_MSGP;
+	uint32_t align = msgp ? e->cfg.msgp_align : 0, base;
 	uint64_t len;
 
-	if (!e->cfg.msgp_align || !a->nitems)
+	if ((msgp && !align) || !a->nitems)
 		return false;
-	base = rpcrdma__hdr_chunks_len(0, a->nresults, a->nresults, 1, reply_chunk) + 8u;
+	base = rpcrdma__hdr_chunks_len(0, a->nresults, a->nresults, 1, reply_chunk) +
+	       (msgp ? 8u : 0u);   /* RDMA_MSGP's align and thresh */
 	len = rpcrdma__flatten(NULL, a->xdr, a->xdr_len, a->items, a->nitems,
-			       all_items(a->nitems), e->cfg.msgp_align, e->cfg.msgp_thresh, base);
+			       all_items(a->nitems), align, e->cfg.msgp_thresh, base);
 	if (base + len > e->inline_send)
 		return false;
-	c->proc = RPCRDMA_MSGP;
-	c->mask = all_items(a->nitems);
-	c->inline_len = (uint32_t)len;
-	return true;
-}
-
-/* RDMA_MSG with every item back in the stream, when the whole call fits one Send:
- * DDP-eligible is not DDP-required (RFC 8166 §3.4), and a chunk would cost a
- * registration and the server's RDMA Read round trip for a few bytes. Linux's client
- * sends such calls inline too. */
-static bool choose_items_inline(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
-				const struct rpcrdma_call_args *a, bool reply_chunk)
-{
-	uint32_t hdr;
-	uint64_t len;
-
-	if (!a->nitems)
-		return false;
-	hdr = rpcrdma__hdr_chunks_len(0, a->nresults, a->nresults, 1, reply_chunk);
-	len = rpcrdma__flatten(NULL, a->xdr, a->xdr_len, a->items, a->nitems,
-			       all_items(a->nitems), 0, 0, 0);
-	if (hdr + len > e->inline_send)
-		return false;
-	c->proc = RPCRDMA_MSG;
+	c->proc = proc;
 	c->mask = all_items(a->nitems);
 	c->inline_len = (uint32_t)len;
 	return true;
@@ -317,7 +299,8 @@ static int marshal(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 	m->xid = c->xid;
 	m->vers = RPCRDMA_VERSION;
 	c->mask = 0;
-	if (!choose_msgp(e, c, a, reply_chunk) && !choose_items_inline(e, c, a, reply_chunk)) {
+	if (!items_inline(e, c, a, reply_chunk, RPCRDMA_MSGP) &&
+	    !items_inline(e, c, a, reply_chunk, RPCRDMA_MSG)) {
 		hdr = rpcrdma__hdr_chunks_len(nitems, a->nresults, a->nresults, 1, reply_chunk);
 		c->proc = hdr + a->xdr_len <= e->inline_send ? RPCRDMA_MSG : RPCRDMA_NOMSG;
 		c->inline_len = c->proc == RPCRDMA_MSG ? a->xdr_len : 0;
