@@ -284,8 +284,9 @@ static int add_p0_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 }
 
 /* Choose the form: RDMA_MSGP when configured and it fits, else RDMA_MSG with the items
- * inline when it all fits, else RDMA_MSG with the items as read chunks, else RDMA_NOMSG with the call in a position-zero read chunk (RFC 5666
- * §3.5 long call). A reply chunk whenever the reply may not fit our receive buffer. */
+ * inline when it all fits, else RDMA_MSG with the items as read chunks, else RDMA_NOMSG
+ * with the call in a position-zero read chunk (RFC 5666 §3.5 long call). A reply chunk
+ * whenever the reply may not fit our receive buffer. */
 static int marshal(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 		   const struct rpcrdma_call_args *a)
 {

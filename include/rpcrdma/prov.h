@@ -127,9 +127,10 @@ RPCRDMA_API void rpcrdma_reject(struct rpcrdma_connreq *r, const void *pdata, si
  * may be posted to it, nothing else, until rpcrdma_accept_finish() returns 0 (connected).
  * From a successful prepare on, the request belongs to the endpoint and the endpoint to
  * the caller, who closes it, also after a failed finish: closing one not yet accepted
- * rejects the request, one accepted disconnects. -RPCRDMA_ERR_NOTSUP: the provider makes its endpoint only when it
- * accepts (libfabric's, whose byte streams hold what arrives early); the request is
- * untouched, for rpcrdma_accept(). Other errors consume the request (rejected). */
+ * rejects the request, one accepted disconnects. -RPCRDMA_ERR_NOTSUP: the provider makes
+ * its endpoint only when it accepts (libfabric's, whose byte streams hold what arrives
+ * early); the request is untouched, for rpcrdma_accept(). Other errors consume the
+ * request (rejected). */
 RPCRDMA_API int rpcrdma_accept_prepare(struct rpcrdma_connreq *r, const void *pdata, size_t len,
 				       struct rpcrdma_ep **out);
 RPCRDMA_API int rpcrdma_accept_finish(struct rpcrdma_ep *ep, int timeout_ms);
