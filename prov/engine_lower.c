@@ -53,18 +53,6 @@ void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
 	lo->post_write = lo_post_write;
 }
 
-static int eng_accept_late(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, const void *pd,
-			   size_t n, int timeout_ms, uint64_t now_ms, struct rpcrdma_ep **ep)
-{
-	struct rpcrdma_eng_lower lo;
-	int rc = rpcrdma_accept(req, pd, n, timeout_ms, ep);
-
-	if (rc)
-		return rc;
-	rpcrdma_eng_lower_ep(&lo, (*ep)->prov, *ep);
-	return rpcrdma_eng_start(e, &lo, now_ms);
-}
-
 int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int timeout_ms,
 		       uint64_t now_ms, struct rpcrdma_ep **out)
 {
@@ -73,7 +61,7 @@ int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int t
 	struct rpcrdma_ep *ep = NULL;
 	const void *peer;
 	size_t plen;
-	int n, rc;
+	int n, rc, late;
 
 	if (!e || !req || !out) {
 		rpcrdma_reject(req, NULL, 0);
@@ -88,14 +76,15 @@ int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int t
 		return n;
 	}
 	rc = rpcrdma_accept_prepare(req, pd, (size_t)n, &ep);
-	if (rc == -RPCRDMA_ERR_NOTSUP) {
-		rc = eng_accept_late(e, req, pd, (size_t)n, timeout_ms, now_ms, &ep);
-	} else if (!rc) {
+	late = rc == -RPCRDMA_ERR_NOTSUP;   /* connected first, then the receives posted */
+	if (late)
+		rc = rpcrdma_accept(req, pd, (size_t)n, timeout_ms, &ep);
+	if (!rc) {
 		rpcrdma_eng_lower_ep(&lo, ep->prov, ep);
 		rc = rpcrdma_eng_start(e, &lo, now_ms);
-		if (!rc)
-			rc = rpcrdma_accept_finish(ep, timeout_ms);
 	}
+	if (!rc && !late)
+		rc = rpcrdma_accept_finish(ep, timeout_ms);
 	if (rc) {
 		rpcrdma_ep_close(ep);
 		return rc;

@@ -133,18 +133,6 @@ static int connected(int rc, struct rpcrdma_ep **out, int active, const void *pd
 	return 0;
 }
 
-int rpcrdma_accept(struct rpcrdma_connreq *r, const void *pdata, size_t len, int timeout_ms,
-		   struct rpcrdma_ep **out)
-{
-	if (!r || !out)
-		return -RPCRDMA_ERR_INVAL;
-	if (!pdata_ok(pdata, len)) {
-		r->prov->ops->reject(r, NULL, 0);
-		return -RPCRDMA_ERR_INVAL;
-	}
-	return connected(r->prov->ops->accept(r, pdata, len, timeout_ms, out), out, 0, pdata, len);
-}
-
 /* The capture joins here, not when connected: it must see the receives posted between. */
 int rpcrdma_accept_prepare(struct rpcrdma_connreq *r, const void *pdata, size_t len,
 			   struct rpcrdma_ep **out)
@@ -165,6 +153,37 @@ int rpcrdma_accept_finish(struct rpcrdma_ep *ep, int timeout_ms)
 	if (!ep || ep->active || ep->connected || !ep->prov->ops->accept_finish)
 		return -RPCRDMA_ERR_INVAL;
 	return ep->prov->ops->accept_finish(ep, ep->my_pdata, ep->my_pdata_len, timeout_ms);
+}
+
+/* A provider that accepts in two steps (verbs) needs no one-step accept of its own. */
+static int accept_two_steps(struct rpcrdma_connreq *r, const void *pdata, size_t len,
+			    int timeout_ms, struct rpcrdma_ep **out)
+{
+	struct rpcrdma_ep *ep = NULL;
+	int rc = rpcrdma_accept_prepare(r, pdata, len, &ep);
+
+	if (!rc)
+		rc = rpcrdma_accept_finish(ep, timeout_ms);
+	if (rc) {
+		rpcrdma_ep_close(ep);   /* NULL when the prepare failed */
+		return rc;
+	}
+	*out = ep;
+	return 0;
+}
+
+int rpcrdma_accept(struct rpcrdma_connreq *r, const void *pdata, size_t len, int timeout_ms,
+		   struct rpcrdma_ep **out)
+{
+	if (!r || !out)
+		return -RPCRDMA_ERR_INVAL;
+	if (r->prov->ops->accept_prepare)
+		return accept_two_steps(r, pdata, len, timeout_ms, out);
+	if (!pdata_ok(pdata, len)) {
+		r->prov->ops->reject(r, NULL, 0);
+		return -RPCRDMA_ERR_INVAL;
+	}
+	return connected(r->prov->ops->accept(r, pdata, len, timeout_ms, out), out, 0, pdata, len);
 }
 
 void rpcrdma_reject(struct rpcrdma_connreq *r, const void *pdata, size_t len)

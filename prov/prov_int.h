@@ -14,6 +14,7 @@ struct rpcrdma_prov_ops {
 	int (*listener_get)(struct rpcrdma_listener *l, int timeout_ms, struct rpcrdma_connreq **out);
 	int (*listener_fd)(const struct rpcrdma_listener *l);
 	void (*listener_close)(struct rpcrdma_listener *l);
+	/* one step; not needed (NULL) where accept_prepare/accept_finish are given */
 	int (*accept)(struct rpcrdma_connreq *r, const void *pdata, size_t len, int timeout_ms,
 		      struct rpcrdma_ep **out);
 	void (*reject)(struct rpcrdma_connreq *r, const void *pdata, size_t len);

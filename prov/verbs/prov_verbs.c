@@ -702,23 +702,6 @@ static int vb_accept_finish(struct rpcrdma_ep *base, const void *pdata, size_t l
 	return 0;
 }
 
-static int vb_accept(struct rpcrdma_connreq *base, const void *pdata, size_t len,
-		     int timeout_ms, struct rpcrdma_ep **out)
-{
-	struct rpcrdma_ep *ep;
-	int rc = vb_accept_prepare(base, &ep);
-
-	if (rc)
-		return rc;
-	rc = vb_accept_finish(ep, pdata, len, timeout_ms);
-	if (rc) {
-		ep_free((struct vb_ep *)ep);
-		return rc;
-	}
-	*out = ep;
-	return 0;
-}
-
 static void vb_ep_close(struct rpcrdma_ep *base)
 {
 	ep_free((struct vb_ep *)base);
@@ -974,7 +957,6 @@ static const struct rpcrdma_prov_ops vb_ops = {
 	.listener_get = vb_listener_get,
 	.listener_fd = vb_listener_fd,
 	.listener_close = vb_listener_close,
-	.accept = vb_accept,
 	.accept_prepare = vb_accept_prepare,
 	.accept_finish = vb_accept_finish,
 	.reject = vb_reject,
