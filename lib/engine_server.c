@@ -1003,6 +1003,21 @@ const void *rpcrdma_eng_req_call(const struct rpcrdma_eng_req *r, uint32_t *len)
 	return r->call;
 }
 
+void *rpcrdma_eng_req_take_call(struct rpcrdma_eng_req *r, size_t *cap)
+{
+	void *buf = r->call;
+
+	*cap = r->call_cap;
+	r->call = NULL;
+	r->call_cap = 0;
+	return buf;
+}
+
+void rpcrdma_eng_buf_put(struct rpcrdma_eng *e, void *buf, size_t cap)
+{
+	rpcrdma__bufcache_put(&e->cache, buf, cap);
+}
+
 uint32_t rpcrdma_eng_req_xid(const struct rpcrdma_eng_req *r)
 {
 	return r->xid;

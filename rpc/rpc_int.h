@@ -14,6 +14,17 @@
 /* An XDR stream over one RPC message, with what DDP needs (RFC 5666 §3.4): items marked
  * while encoding, placed results and RDMA_MSGP padding while decoding. The XDR itself is
  * libtirpc's memory stream. */
+/* A call buffer kept past its reply because decoded arguments point into it (svc_rdma's
+ * lend_args): svc_freeargs() gives it back once it finds such a pointer. */
+struct rpcrdma__held {
+	uint8_t *buf;
+	size_t cap;
+	uint32_t len;
+	bool hit;                  /* svc_freeargs() met a pointer into it */
+};
+
+#define RPCRDMA__LENT_MAX 16       /* arguments one call lends; the rest are copied */
+
 struct rpcrdma__xdr {
 	XDR x;
 	uint8_t *buf;
@@ -27,6 +38,13 @@ struct rpcrdma__xdr {
 	uint8_t caller_owned[RPCRDMA_DEF_LIST_CHUNKS]; /* results[i].data is the caller's */
 	uint8_t handed_over[RPCRDMA_DEF_LIST_CHUNKS];  /* ... or now belongs to the result */
 	uint32_t align, thresh, base;                  /* RDMA_MSGP of the received message */
+	/* a server's decoding with lend set: opaques point into buf (no copy, no malloc) */
+	bool lend;
+	uint32_t nlent;
+	char **lent[RPCRDMA__LENT_MAX];                /* where each lent pointer went */
+	/* freeing (XDR_FREE): pointers into these buffers are not the heap's */
+	struct rpcrdma__held *held;
+	uint32_t nheld;
 };
 
 /* Start encoding into buf (cap bytes) / decoding buf (len bytes). The stream is "ours"
@@ -36,6 +54,9 @@ void rpcrdma__xdr_decode(struct rpcrdma__xdr *s, const uint8_t *buf, uint32_t le
 void rpcrdma__xdr_enter(struct rpcrdma__xdr *s);
 void rpcrdma__xdr_leave(void);
 uint32_t rpcrdma__xdr_pos(struct rpcrdma__xdr *s);
+/* After a failed decode: the pointers it lent become NULL, so that the partial arguments
+ * hold none into a buffer that will not be kept. */
+void rpcrdma__xdr_unlend(struct rpcrdma__xdr *s);
 
 /* The XDR of CONF_RDMA (RFC 5666 §6.2). */
 bool_t rpcrdma__xdr_ccp_args(XDR *x, struct rpcrdma_ccp_args *a);

@@ -73,6 +73,8 @@ struct sconn {
 	struct rpcrdma_eng_req *cur;     /* being dispatched */
 	struct rpcrdma__xdr dec;         /* its call */
 	struct rpcrdma__drc_ent *drc;    /* its entry in the duplicate request cache */
+	struct rpcrdma__held *held;      /* a connection's calls its lanes' arguments point */
+	uint32_t nheld, held_cap;        /* into (opts.lend_args); under srv lock */
 	rpcprog_t prog;
 	rpcvers_t vers;
 	rpcproc_t proc;
@@ -703,6 +705,7 @@ static bool_t take_call(struct sconn *c, struct rpcrdma_eng_req *er, struct rpc_
 
 	rpcrdma__xdr_decode(&c->dec, call, len);
 	rpcrdma_eng_req_msgp(er, &c->dec.align, &c->dec.thresh, &c->dec.base);
+	c->dec.lend = c->srv->opts.lend_args != 0;
 	rpcrdma__xdr_enter(&c->dec);
 	ok = xdr_callmsg(&c->dec.x, msg);
 	rpcrdma__xdr_leave();
@@ -783,6 +786,65 @@ static xdrproc_t args_proc(const struct sconn *c, xdrproc_t xargs)
 	return b && b->xargs ? b->xargs : xargs;
 }
 
+/* ---- arguments lent from the call (opts.lend_args) ---- */
+
+/* The call being dispatched is kept past its reply (the engine no longer recycles it).
+ * false: no memory to note it, and the decode fails as xdr_bytes() fails without memory. */
+static bool keep_call(struct sconn *c)
+{
+	struct sconn *p = prim(c);
+	struct rpcrdma__held *h;
+	uint32_t cap, len;
+	bool ok = true;
+
+	pthread_mutex_lock(&c->srv->lock);
+	if (!c->cur || !rpcrdma_eng_req_call(c->cur, &len))
+		goto out_unlock;   /* kept by an earlier svc_getargs() of this call */
+	if (p->nheld == p->held_cap) {
+		cap = p->held_cap ? 2 * p->held_cap : 4;
+		h = realloc(p->held, cap * sizeof(*h));
+		ok = h != NULL;
+		if (!ok)
+			goto out_unlock;
+		p->held = h;
+		p->held_cap = cap;
+	}
+	h = &p->held[p->nheld++];
+	h->buf = rpcrdma_eng_req_take_call(c->cur, &h->cap);
+	h->len = c->dec.cap;
+	h->hit = false;
+out_unlock:
+	pthread_mutex_unlock(&c->srv->lock);
+	return ok;
+}
+
+/* Calls whose lent arguments svc_freeargs() has just released go back to the engine's
+ * buffers (srv lock held). */
+static void give_back_held(struct sconn *p)
+{
+	uint32_t i = 0;
+
+	while (i < p->nheld) {
+		if (!p->held[i].hit) {
+			i++;
+			continue;
+		}
+		rpcrdma_eng_buf_put(p->eng, p->held[i].buf, p->held[i].cap);
+		p->held[i] = p->held[--p->nheld];
+	}
+}
+
+/* A closing connection's kept calls, released or not (a program that never called
+ * svc_freeargs() leaked its arguments, as over TCP; their memory goes now). */
+static void free_held(struct sconn *p)
+{
+	while (p->nheld)
+		free(p->held[--p->nheld].buf);
+	free(p->held);
+	p->held = NULL;
+	p->held_cap = 0;
+}
+
 static bool_t conn_getargs(SVCXPRT *xprt, xdrproc_t xargs, void *args)
 {
 	struct sconn *c = conn_of(xprt);
@@ -795,6 +857,10 @@ static bool_t conn_getargs(SVCXPRT *xprt, xdrproc_t xargs, void *args)
 	else
 		ok = xargs(&c->dec.x, args);
 	rpcrdma__xdr_leave();
+	if (ok && c->dec.nlent && !keep_call(c))
+		ok = FALSE;
+	if (!ok)
+		rpcrdma__xdr_unlend(&c->dec);
 	return ok;
 }
 
@@ -811,11 +877,24 @@ static bool_t conn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 
 static bool_t conn_freeargs(SVCXPRT *xprt, xdrproc_t xargs, void *args)
 {
-	XDR x;
+	struct sconn *c = conn_of(xprt), *p = prim(c);
+	struct rpcrdma__xdr fs;
+	bool_t ok;
 
-	memset(&x, 0, sizeof(x));
-	x.x_op = XDR_FREE;
-	return args_proc(conn_of(xprt), xargs)(&x, args);
+	memset(&fs, 0, sizeof(fs));
+	fs.x.x_op = XDR_FREE;
+	xargs = args_proc(c, xargs);
+	if (!c->srv->opts.lend_args)
+		return xargs(&fs.x, args);
+	pthread_mutex_lock(&c->srv->lock);
+	fs.held = p->held;
+	fs.nheld = p->nheld;
+	rpcrdma__xdr_enter(&fs);
+	ok = xargs(&fs.x, args);
+	rpcrdma__xdr_leave();
+	give_back_held(p);
+	pthread_mutex_unlock(&c->srv->lock);
+	return ok;
 }
 
 /* Called by svc_getreq_common() once the connection died: the progress thread releases
@@ -1023,6 +1102,7 @@ static void conn_free(struct sconn *c)
 			free(q);
 		}
 	}
+	free_held(c);
 	rpcrdma_ep_close(c->ep);
 	rpcrdma_eng_destroy(c->eng);
 	conn_fd_release(c->srv, c->xprt.xp_fd);

@@ -52,6 +52,12 @@ uint32_t rpcrdma__xdr_pos(struct rpcrdma__xdr *s)
 	return XDR_GETPOS(&s->x);
 }
 
+void rpcrdma__xdr_unlend(struct rpcrdma__xdr *s)
+{
+	while (s->nlent)
+		*s->lent[--s->nlent] = NULL;
+}
+
 static struct rpcrdma__xdr *ours(XDR *xdrs)
 {
 	return cur && &cur->x == xdrs ? cur : NULL;
@@ -91,6 +97,23 @@ static bool_t take_placed(struct rpcrdma__xdr *s, uint32_t i, char **sp, u_int l
 	return TRUE;
 }
 
+/* A server's argument is lent from the assembled call, where its read chunk was pulled:
+ * the copy and the allocation (fresh pages for large ones) are what a WRITE's data cost
+ * the server after its RDMA Read. The pad after it is skipped, as xdr_opaque does. */
+static bool_t lend(struct rpcrdma__xdr *s, char **sp, u_int len)
+{
+	char *p;
+
+	if (len > UINT32_MAX - 3u)
+		return FALSE;
+	p = (char *)XDR_INLINE(&s->x, (len + 3u) & ~3u);
+	if (!p)
+		return FALSE;
+	*sp = p;
+	s->lent[s->nlent++] = sp;
+	return TRUE;
+}
+
 /* Decoding an item that stayed inline, after any RDMA_MSGP padding (RFC 5666 §4.3). */
 static bool_t take_inline(struct rpcrdma__xdr *s, char **sp, u_int len, int nul)
 {
@@ -100,6 +123,8 @@ static bool_t take_inline(struct rpcrdma__xdr *s, char **sp, u_int len, int nul)
 
 	if (pad && !XDR_SETPOS(&s->x, pos + pad))
 		return FALSE;
+	if (fresh && !nul && len && s->lend && s->nlent < RPCRDMA__LENT_MAX)
+		return lend(s, sp, len);
 	if (fresh) {
 		*sp = malloc((size_t)len + (nul ? 1 : 0) + (len ? 0 : 1));
 		if (!*sp)
@@ -142,10 +167,30 @@ static bool_t ddp_decode(struct rpcrdma__xdr *s, char **sp, u_int *sizep, u_int 
 	return take_inline(s, sp, len, nul);
 }
 
+/* Freeing: a lent pointer is not the heap's; its buffer is marked for giving back. */
+static bool_t free_lent(struct rpcrdma__xdr *s, char **sp)
+{
+	uintptr_t p = (uintptr_t)*sp;
+	uint32_t i;
+
+	for (i = 0; p && i < s->nheld; i++) {
+		uintptr_t lo = (uintptr_t)s->held[i].buf;
+
+		if (p >= lo && p < lo + s->held[i].len) {
+			s->held[i].hit = true;
+			*sp = NULL;
+			return TRUE;
+		}
+	}
+	return FALSE;
+}
+
 bool_t xdr_rdma_ddp_bytes(XDR *xdrs, char **sp, u_int *sizep, u_int maxsize)
 {
 	struct rpcrdma__xdr *s = ours(xdrs);
 
+	if (s && xdrs->x_op == XDR_FREE && free_lent(s, sp))
+		return TRUE;
 	if (!s)
 		return xdr_bytes(xdrs, sp, sizep, maxsize);
 	if (xdrs->x_op == XDR_ENCODE) {

@@ -537,7 +537,9 @@ static void long_call_with_item(cfg_fn tweak, uint32_t want_reads, uint32_t want
 	static uint8_t big[6000];
 	struct rpcrdma_ddp_item items[2];
 	uint8_t *xdr;
-	uint32_t l1 = 5001, l2 = 70001, off;
+	uint32_t l1 = 5001, l2 = 70001, off, kept_len = 0;
+	uint8_t *kept = NULL;
+	size_t kept_cap = 0;
 
 	/* call: header, opaque<l1> inline (long), opaque<l2> as an item */
 	rig_up(&g, tweak);
@@ -569,6 +571,7 @@ static void long_call_with_item(cfg_fn tweak, uint32_t want_reads, uint32_t want
 	CHECK_EQ_U(g.nheld, 1);
 	if (g.nheld == 1) {
 		uint32_t clen, n;
+		size_t again;
 		const uint8_t *call = rpcrdma_eng_req_call(g.held[0], &clen), *d;
 
 		CHECK_EQ_U(clen, off + 4 + ((l2 + 3) & ~3u));
@@ -576,6 +579,12 @@ static void long_call_with_item(cfg_fn tweak, uint32_t want_reads, uint32_t want
 		CHECK(d && n == l1 && check_pattern(d, s->xid ^ 0xff, l1) == l1);
 		d = echo_opaque(call, clen, off, 0, 0, 0, &n);
 		CHECK(d && n == l2 && check_pattern(d, s->xid, l2) == l2);
+		/* the call is taken out of the request (lend_args), kept past the reply */
+		kept = rpcrdma_eng_req_take_call(g.held[0], &kept_cap);
+		CHECK(kept == call && kept_cap >= clen);
+		CHECK(rpcrdma_eng_req_call(g.held[0], &n) == NULL);
+		CHECK(rpcrdma_eng_req_take_call(g.held[0], &again) == NULL && !again);
+		kept_len = clen;
 		/* answer with an empty echo */
 		g.hold = 0;
 		{
@@ -590,6 +599,13 @@ static void long_call_with_item(cfg_fn tweak, uint32_t want_reads, uint32_t want
 	}
 	pump(&g);
 	CHECK(s->done && s->status == 0);
+	if (kept) {   /* the request is gone, its call intact, then given back */
+		uint32_t n;
+		const uint8_t *d = echo_opaque(kept, kept_len, off, 0, 0, 0, &n);
+
+		CHECK(d && n == l2 && check_pattern(d, s->xid, l2) == l2);
+		rpcrdma_eng_buf_put(g.sv.eng, kept, kept_cap);
+	}
 	stats(&g, &cs, &ss);
 	CHECK_EQ_U(cs.sent[RPCRDMA_NOMSG], 1);
 	CHECK_EQ_U(ss.rdma_reads, want_reads);

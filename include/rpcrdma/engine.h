@@ -244,6 +244,11 @@ RPCRDMA_API void rpcrdma_eng_req_set_user(struct rpcrdma_eng_req *r, void *user)
 RPCRDMA_API void *rpcrdma_eng_req_user(const struct rpcrdma_eng_req *r);
 /* The whole call: inline bytes with every read chunk back at its position. */
 RPCRDMA_API const void *rpcrdma_eng_req_call(const struct rpcrdma_eng_req *r, uint32_t *len);
+/* The call's buffer, from now on the caller's (NULL if already taken): a server whose
+ * decoded arguments point into the call keeps it past the reply. *cap gets its size, for
+ * rpcrdma_eng_buf_put(), which keeps it for the engine's next calls; free() also does. */
+RPCRDMA_API void *rpcrdma_eng_req_take_call(struct rpcrdma_eng_req *r, size_t *cap);
+RPCRDMA_API void rpcrdma_eng_buf_put(struct rpcrdma_eng *e, void *buf, size_t cap);
 RPCRDMA_API uint32_t rpcrdma_eng_req_xid(const struct rpcrdma_eng_req *r);
 /* Write chunks the caller offered (count) and the bytes each can take. */
 RPCRDMA_API uint32_t rpcrdma_eng_req_nwrites(const struct rpcrdma_eng_req *r);

@@ -158,7 +158,11 @@ struct rpcrdma_svc_opts {
 				      entries, -1: no cache */
 	uint32_t drc_reply_max;    /* replies longer than this (bytes, DDP items included) are
 				      not kept; 0: 4096 */
-	uint64_t reserved[6];       /* zero: room for fields to come without an ABI break */
+	int lend_args;             /* opaques decoded by xdr_rdma_ddp_bytes() in svc_getargs()
+				      point into the received call instead of a copy; valid
+				      until svc_freeargs(), which must release them (never
+				      xdr_free() or free(): docs/RPC.md, "Arguments lent") */
+	uint64_t reserved[5];       /* zero: room for fields to come without an ABI break */
 };
 #define RPCRDMA_PORT_ANY 0xffffffffu
 
@@ -208,7 +212,8 @@ RPCRDMA_API void rpcrdma_svc_exit(void);
 /* Use in place of xdr_bytes() for a DDP-eligible opaque item. On an RPC-over-RDMA stream
  * the item's data travels in a read chunk (argument) or write chunk (result); on any other
  * XDR stream it is exactly xdr_bytes(). Decoding a result the server placed in a caller
- * buffer (RPCRDMA_CLSET_DDP_BUFS) sets *sp to that buffer when *sp is NULL, with no copy. */
+ * buffer (RPCRDMA_CLSET_DDP_BUFS) sets *sp to that buffer when *sp is NULL, with no copy;
+ * decoding a server's argument under lend_args sets it to the bytes in the received call. */
 RPCRDMA_API bool_t xdr_rdma_ddp_bytes(XDR *xdrs, char **sp, u_int *sizep, u_int maxsize);
 /* The same for a string (READLINK/SYMLINK paths). */
 RPCRDMA_API bool_t xdr_rdma_ddp_string(XDR *xdrs, char **sp, u_int maxsize);

@@ -315,6 +315,9 @@ int main(int argc, char **argv)
 	o.host = test_host();
 	o.reply_read_chunks = so.norrc ? -1 : 0;
 	o.dispatch_inline = so.inline_dispatch;
+	/* arguments lent from the call where workers or the progress thread dispatch
+	 * (rt_echo_1_svc checks every byte); svc_run() mode decodes copies */
+	o.lend_args = so.workers || so.inline_dispatch;
 	o.drc_entries = so.nodrc ? -1 : 0;
 	rt = svc_rdma_create(&o);
 	o.provider = "shm";

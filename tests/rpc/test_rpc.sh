@@ -8,6 +8,7 @@
 # (runs once: the duplicate request cache), and the server killed and restarted under a
 # client calling in a loop (no wrong result, calls sent again with their XIDs, calls after
 # the restart succeed). inline (requests dispatched on the progress threads): the bulk run only.
+# In workers and inline mode the server's arguments are lent from the calls (lend_args).
 # Usage: test_rpc.sh SERVER CLIENT svc_run|workers|inline
 set -u
 SERVER=$1
