@@ -1540,6 +1540,7 @@ static SVCXPRT *rdma_listener(const struct opts *o)
 	so.max_credits = 128;      /* what Linux's client asks for */
 	so.workers_only = 1;       /* svc_run() serves the TCP transports on its own thread */
 	so.conn_parallel = (uint32_t)o->threads;   /* Linux's client: one connection a mount */
+	so.lend_args = 1;          /* a WRITE's data is written from where its chunk landed */
 	x = svc_rdma_create(&so);
 	if (!x)
 		fprintf(stderr, "nfs3d: RDMA: %s\n", rpcrdma_create_errtext());

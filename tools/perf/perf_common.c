@@ -283,6 +283,7 @@ SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp
 	o.port = port ? port : RPCRDMA_PORT_ANY;
 	o.dispatch_inline = inline_dispatch;
 	o.drc_entries = ps_drc_off ? -1 : 0;
+	o.lend_args = 1;   /* WRITE's data is read where its chunk was pulled (rpcgen frees) */
 	serve_err[0] = '\0';
 	x = svc_rdma_create(&o);
 	if (!x) {
