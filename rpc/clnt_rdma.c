@@ -127,6 +127,8 @@ struct rdma_clnt {
 	unsigned nsleepers;          /* threads sleeping between slices */
 	int ccp_done;
 	struct rpcrdma_ccp_res ccp;
+	uint32_t reply_inline;       /* the longest reply the server sends us inline (0: not
+					connected yet); read without the lock */
 	struct rpcrdma__cbsvc *cb;   /* calls from the server (RFC 8167) */
 	struct rpcrdma__spares spare_calls;   /* finished calls, for the next */
 	char errtext[200];
@@ -254,9 +256,11 @@ static void free_spares(struct rdma_clnt *ct)
 }
 
 /* Write chunks: the caller's buffers for this call (RPCRDMA_CLSET_DDP_BUFS), or, where
- * the binding says a result is DDP-eligible, buffers of ours handed to the result. */
+ * the binding says a result is DDP-eligible, buffers of ours handed to the result. With
+ * the results inline (results_inline) none is offered: the caller's buffers are only
+ * where decoding copies them, and no buffer of ours is needed. */
 static void offer_results(struct ccall *call, const struct rpcrdma_ulb_proc *b,
-			  const void *args)
+			  const void *args, bool inline_res)
 {
 	uint32_t i, size = b ? b->res_ddp_max : 0;
 
@@ -270,7 +274,7 @@ static void offer_results(struct ccall *call, const struct rpcrdma_ulb_proc *b,
 		}
 		call->nres = i;
 		next_bufs_set = 0;
-	} else if (b && b->nres_ddp) {
+	} else if (b && b->nres_ddp && !inline_res) {
 		if (b->res_ddp_size)
 			size = b->res_ddp_size(args);
 		for (i = 0; i < b->nres_ddp && i < RPCRDMA_DEF_LIST_CHUNKS; i++) {
@@ -282,7 +286,7 @@ static void offer_results(struct ccall *call, const struct rpcrdma_ulb_proc *b,
 		call->nres = i;
 	}
 	call->a.results = call->res;
-	call->a.nresults = call->nres;
+	call->a.nresults = inline_res ? 0 : call->nres;
 }
 
 /* RFC 8166 §8.2.1: under a flavour that may checksum or encrypt the body (RPCSEC_GSS
@@ -327,6 +331,20 @@ static uint32_t reply_bound(const struct rdma_clnt *ct, const struct rpcrdma_ulb
 		max += (uint64_t)b->nres_ddp *
 		       (b->res_ddp_size ? b->res_ddp_size(args) : b->res_ddp_max) + 8u;
 	return max > UINT32_MAX ? UINT32_MAX : (uint32_t)max;
+}
+
+/* A binding's results come inline, with no write chunk, when the whole reply with them
+ * fits what the server sends us inline: a chunk would cost a registration and an RDMA
+ * Write for a few bytes, and Linux's client offers none then either (RFC 8166 §3.4:
+ * DDP-eligible is not DDP-required). Decoding copies them into the caller's buffers
+ * (RPCRDMA_CLSET_DDP_BUFS) when it gave some, so the data is where it wanted it. */
+static bool results_inline(const struct rdma_clnt *ct, const struct rpcrdma_ulb_proc *b,
+			   const void *args)
+{
+	uint32_t room = __atomic_load_n(&ct->reply_inline, __ATOMIC_RELAXED);
+	uint64_t hdr = RPCRDMA_FIXED_HDR_LEN + 12u;   /* three empty chunk lists */
+
+	return b && b->nres_ddp && room && reply_bound(ct, b, args, 0) + hdr <= room;
 }
 
 static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcprog_t prog,
@@ -381,6 +399,7 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 	const struct rpcrdma_ulb_proc *b = rpcrdma_ulb_find(ct->ids.prog, ct->ids.vers, proc);
 	struct ccall *call = alloc_call(ct);
 	int ddp = kind != CK_DETACHED;   /* and the credential allows it: encode_call */
+	bool res_inline;
 
 	if (!call) {
 		*stat = RPC_SYSTEMERROR;
@@ -401,11 +420,12 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 	}
 	call->xres = b && b->xres && ddp ? b->xres : xres;
 	call->ddp = ddp;
+	res_inline = ddp && results_inline(ct, b, args);
 	if (ddp)
-		offer_results(call, b, args);
+		offer_results(call, b, args, res_inline);
 	else if (kind != CK_DETACHED)
 		next_bufs_set = 0;   /* the buffers were for this call: they stay unused */
-	call->a.max_reply = reply_bound(ct, b, args, ddp);
+	call->a.max_reply = reply_bound(ct, b, args, ddp && !res_inline);
 	/* a void result cannot make a long reply: header and verifier only, no reply chunk
 	 * (one registration less per call); nor is a reply nobody reads worth one */
 	if (call->xres == RPCRDMA_XDR_VOID || kind == CK_DETACHED || kind == CK_PING)
@@ -598,6 +618,18 @@ static int make_engine(struct rdma_clnt *ct)
 	return rpcrdma_eng_create(&cfg, &up, &ct->eng);
 }
 
+/* What the server may send us inline: our receive buffer, or less where its RFC 8797
+ * private data says it sends less (1024 bytes without private data, RFC 8797 §4). */
+static uint32_t reply_inline(const struct rdma_clnt *ct, const void *pd, size_t len)
+{
+	struct rpcrdma_pdata p;
+	uint32_t send = RPCRDMA_DEF_INLINE;
+
+	if (pd && len && rpcrdma_pdata_decode(pd, len, &p) == 0)
+		send = p.send_size;
+	return send < ct->opts.inline_size ? send : ct->opts.inline_size;
+}
+
 static int connect_engine(struct rdma_clnt *ct, int timeout_ms)
 {
 	struct rpcrdma_eng_lower lo;
@@ -612,6 +644,7 @@ static int connect_engine(struct rdma_clnt *ct, int timeout_ms)
 		return rc;
 	peer = rpcrdma_ep_peer_pdata(ct->ep, &plen);
 	rpcrdma_eng_set_peer_pdata(ct->eng, peer, plen);
+	__atomic_store_n(&ct->reply_inline, reply_inline(ct, peer, plen), __ATOMIC_RELAXED);
 	rpcrdma_eng_lower_ep(&lo, ct->p, ct->ep);
 	rc = rpcrdma_eng_start(ct->eng, &lo, rpcrdma__rpc_now());
 	ct->addrlen = sizeof(ct->addr);

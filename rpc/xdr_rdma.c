@@ -141,6 +141,17 @@ static bool_t take_inline(struct rpcrdma__xdr *s, char **sp, u_int len, int nul)
 	return FALSE;
 }
 
+/* A result that came inline although the caller gave a buffer for it (no write chunk was
+ * offered, or the server used none): copied there, so the data is where it was wanted. */
+static bool_t inline_to_caller(struct rpcrdma__xdr *s, uint32_t i, char **sp, u_int len)
+{
+	*sp = s->results[i].data;
+	if (take_inline(s, sp, len, 0))
+		return TRUE;
+	*sp = NULL;
+	return FALSE;
+}
+
 static bool_t ddp_decode(struct rpcrdma__xdr *s, char **sp, u_int *sizep, u_int maxsize,
 			 int nul)
 {
@@ -163,6 +174,8 @@ static bool_t ddp_decode(struct rpcrdma__xdr *s, char **sp, u_int *sizep, u_int 
 			(*sp)[len] = '\0';
 			return TRUE;
 		}
+		if (s->caller_owned[i] && !nul && !*sp && len <= s->results[i].cap)
+			return inline_to_caller(s, i, sp, len);
 	}
 	return take_inline(s, sp, len, nul);
 }

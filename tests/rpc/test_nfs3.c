@@ -200,7 +200,8 @@ static void test_write_read(void)
 	CHECK(s0.write_chunk_bytes - s1.write_chunk_bytes == LEN);  /* READ data by RDMA Write */
 	xdr_free((xdrproc_t)xdr_READ3res, (char *)&rr);
 	/* a WRITE that fits one Send goes inline, as Linux's client sends it: no read chunk;
-	 * then the original bytes back the same way */
+	 * a READ whose largest reply fits one comes inline, with no write chunk offered; then
+	 * the original bytes back the same way */
 	for (i = 0; i < 2; i++) {
 		char small[1000];
 
@@ -219,6 +220,7 @@ static void test_write_read(void)
 		      !memcmp(rr.READ3res_u.resok.data.data_val, w.data.data_val, sizeof(small)));
 		xdr_free((xdrproc_t)xdr_READ3res, (char *)&rr);
 		stats(&s0);
+		CHECK_EQ_U(s0.write_chunks, s1.write_chunks);
 	}
 	free(data);
 }
@@ -226,6 +228,7 @@ static void test_write_read(void)
 /* READ data placed straight into the caller's buffer. */
 static void test_read_into_buffer(void)
 {
+	struct rpcrdma_eng_stats s0, s1;
 	struct rpcrdma_ddp_bufs b;
 	READ3args ra = { file_fh, 4096, 65536 };
 	READ3res rr;
@@ -242,6 +245,22 @@ static void test_read_into_buffer(void)
 	for (i = 0; i < 65536; i++)
 		same &= buf[i] == (char)((i + 4096) * 7 + ((i + 4096) >> 12));
 	CHECK(same);
+	rr.READ3res_u.resok.data.data_val = NULL;
+	xdr_free((xdrproc_t)xdr_READ3res, (char *)&rr);
+	/* a READ that comes inline (no write chunk) is copied into the buffer given */
+	stats(&s0);
+	memset(buf, 0, 1000);
+	ra.count = 1000;
+	CHECK(clnt_control(cl, RPCRDMA_CLSET_DDP_BUFS, (char *)&b));
+	memset(&rr, 0, sizeof(rr));
+	CHECK(nfsproc3_read_3(&ra, &rr, cl) == RPC_SUCCESS);
+	CHECK(rr.READ3res_u.resok.data.data_val == buf);
+	CHECK_EQ_U(rr.READ3res_u.resok.data.data_len, 1000);
+	for (i = 0, same = 1; i < 1000; i++)
+		same &= buf[i] == (char)((i + 4096) * 7 + ((i + 4096) >> 12));
+	CHECK(same);
+	stats(&s1);
+	CHECK_EQ_U(s1.write_chunks, s0.write_chunks);
 	rr.READ3res_u.resok.data.data_val = NULL;
 	xdr_free((xdrproc_t)xdr_READ3res, (char *)&rr);
 	free(buf);
