@@ -11,9 +11,6 @@
 /* libtirpc declares xdr_void() without parameters */
 #define RPCRDMA_XDR_VOID ((xdrproc_t)(void (*)(void))xdr_void)
 
-/* An XDR stream over one RPC message, with what DDP needs (RFC 5666 §3.4): items marked
- * while encoding, placed results and RDMA_MSGP padding while decoding. The XDR itself is
- * libtirpc's memory stream. */
 /* A call buffer kept past its reply because decoded arguments point into it (svc_rdma's
  * lend_args): svc_freeargs() gives it back once it finds such a pointer. */
 struct rpcrdma__held {
@@ -25,6 +22,9 @@ struct rpcrdma__held {
 
 #define RPCRDMA__LENT_MAX 16       /* arguments one call lends; the rest are copied */
 
+/* An XDR stream over one RPC message, with what DDP needs (RFC 5666 §3.4): items marked
+ * while encoding, placed results and RDMA_MSGP padding while decoding. The XDR itself is
+ * libtirpc's memory stream. */
 struct rpcrdma__xdr {
 	XDR x;
 	uint8_t *buf;
