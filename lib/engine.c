@@ -148,15 +148,22 @@ int rpcrdma_eng_pdata(const struct rpcrdma_eng *e, void *buf, size_t cap)
 void rpcrdma_eng_set_peer_pdata(struct rpcrdma_eng *e, const void *pd, size_t len)
 {
 	struct rpcrdma_pdata p;
-	uint32_t peer_recv = RPCRDMA_DEF_INLINE;
+	uint32_t peer_recv = RPCRDMA_DEF_INLINE, peer_send = RPCRDMA_DEF_INLINE;
 
 	e->peer_ext = 0;
 	if (pd && len && rpcrdma_pdata_decode(pd, len, &p) == 0) {
 		peer_recv = p.recv_size;
+		peer_send = p.send_size;
 		e->peer_ext = p.ext_flags;
 	}
 	e->inline_send = peer_recv < e->cfg.inline_send ? peer_recv : e->cfg.inline_send;
+	e->inline_reply = peer_send < e->inline_recv ? peer_send : e->inline_recv;
 	e->st.inline_send = e->inline_send;
+}
+
+uint32_t rpcrdma_eng_inline_reply(const struct rpcrdma_eng *e)
+{
+	return e->inline_reply;
 }
 
 uint32_t rpcrdma_eng_set_inline_send(struct rpcrdma_eng *e, uint32_t size)

@@ -205,6 +205,8 @@ struct rpcrdma_eng {
 	void (*fail_all)(struct rpcrdma_eng *e);   /* the role's, for rpcrdma__eng_fail */
 	uint32_t inline_send;          /* in effect: ours capped by the peer's receive size */
 	uint32_t inline_recv;
+	uint32_t inline_reply;         /* what the peer sends us inline: inline_recv capped by
+					  the peer's send size */
 	uint8_t peer_ext;              /* RPCRDMA_PDATA_X_* from the peer's private data */
 	/* buffers */
 	uint8_t *rmem, *smem;

@@ -618,18 +618,6 @@ static int make_engine(struct rdma_clnt *ct)
 	return rpcrdma_eng_create(&cfg, &up, &ct->eng);
 }
 
-/* What the server may send us inline: our receive buffer, or less where its RFC 8797
- * private data says it sends less (1024 bytes without private data, RFC 8797 §4). */
-static uint32_t reply_inline(const struct rdma_clnt *ct, const void *pd, size_t len)
-{
-	struct rpcrdma_pdata p;
-	uint32_t send = RPCRDMA_DEF_INLINE;
-
-	if (pd && len && rpcrdma_pdata_decode(pd, len, &p) == 0)
-		send = p.send_size;
-	return send < ct->opts.inline_size ? send : ct->opts.inline_size;
-}
-
 static int connect_engine(struct rdma_clnt *ct, int timeout_ms)
 {
 	struct rpcrdma_eng_lower lo;
@@ -644,7 +632,7 @@ static int connect_engine(struct rdma_clnt *ct, int timeout_ms)
 		return rc;
 	peer = rpcrdma_ep_peer_pdata(ct->ep, &plen);
 	rpcrdma_eng_set_peer_pdata(ct->eng, peer, plen);
-	__atomic_store_n(&ct->reply_inline, reply_inline(ct, peer, plen), __ATOMIC_RELAXED);
+	__atomic_store_n(&ct->reply_inline, rpcrdma_eng_inline_reply(ct->eng), __ATOMIC_RELAXED);
 	rpcrdma_eng_lower_ep(&lo, ct->p, ct->ep);
 	rc = rpcrdma_eng_start(ct->eng, &lo, rpcrdma__rpc_now());
 	ct->addrlen = sizeof(ct->addr);

@@ -397,6 +397,7 @@ static void test_inline_both_ways(void)
 						 one call in flight */
 	CHECK_EQ_U(ss.recvs_posted, 2);       /* ... having posted the receives first */
 	CHECK_EQ_U(cs.inline_send, 4096);     /* RFC 8797 private data raised it */
+	CHECK_EQ_U(rpcrdma_eng_inline_reply(g.cl.eng), 4096);   /* and what comes back */
 	CHECK_EQ_U(cs.mrs_live, 2);           /* only the send and receive areas */
 	CHECK_EQ_U(g.replies_done, 1);
 	CHECK_EQ_U(g.bad_calls, 0);
@@ -2576,6 +2577,7 @@ static void test_no_pdata_1024(void)
 	raw_post_recvs(&x.raw, 2);
 	rpcrdma_eng_stats(x.g.cl.eng, &st);
 	CHECK_EQ_U(st.inline_send, 1024);
+	CHECK_EQ_U(rpcrdma_eng_inline_reply(x.g.cl.eng), 1024);   /* either way */
 	client_call_raw(&x, 1024 - 28 - 44, out);       /* 1024 bytes: inline */
 	rpcrdma_eng_stats(x.g.cl.eng, &st);
 	CHECK_EQ_U(st.sent[RPCRDMA_MSG], 1);

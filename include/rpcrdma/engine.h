@@ -187,6 +187,10 @@ RPCRDMA_API int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_en
 /* Set the largest inline message we send (e.g. after CONF_RDMA, RFC 5666 §6.2): capped by
  * the configured inline_send, at least 1024. Returns what is in effect. */
 RPCRDMA_API uint32_t rpcrdma_eng_set_inline_send(struct rpcrdma_eng *e, uint32_t size);
+/* The longest message the peer may send us inline: our receive buffer, or less where its
+ * RFC 8797 private data says it sends less (1024 bytes without private data). Known once
+ * rpcrdma_eng_set_peer_pdata() has run. */
+RPCRDMA_API uint32_t rpcrdma_eng_inline_reply(const struct rpcrdma_eng *e);
 /* Fail everything pending (the endpoint is being closed or is gone). Idempotent. */
 RPCRDMA_API void rpcrdma_eng_shutdown(struct rpcrdma_eng *e, int reason);
 RPCRDMA_API void rpcrdma_eng_destroy(struct rpcrdma_eng *e);
