@@ -114,6 +114,7 @@ int rpcrdma_eng_create(const struct rpcrdma_eng_config *cfg, const struct rpcrdm
 	e->fail_all = cfg->role == RPCRDMA_ENG_CLIENT ? client_fail_all : server_fail_all;
 	e->inline_send = RPCRDMA_DEF_INLINE;   /* until the peer says more (RFC 8797) */
 	e->inline_recv = cfg->inline_recv & ~1023u;
+	e->inline_reply = RPCRDMA_DEF_INLINE;  /* likewise: the peer sends this much at least */
 	e->granted = 1;                        /* RFC 8166 §3.3.3 */
 	e->grant_hi = 1;
 	e->st.inline_send = e->inline_send;

@@ -286,12 +286,15 @@ static int add_p0_chunk(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 /* Choose the form: RDMA_MSGP when configured and it fits, else RDMA_MSG with the items
  * inline when it all fits, else RDMA_MSG with the items as read chunks, else RDMA_NOMSG
  * with the call in a position-zero read chunk (RFC 5666 §3.5 long call). A reply chunk
- * whenever the reply may not fit our receive buffer. */
+ * whenever the reply may not fit inline: our receive buffer, or less where the peer sends
+ * less (RFC 8797 §4; 1024 bytes from a peer without private data, RFC 8166 §3.3.2). Linux's
+ * client lowers its limit the same way; a server that cannot send a reply inline and
+ * has no reply chunk answers ERR_CHUNK or nothing. */
 static int marshal(struct rpcrdma_eng *e, struct rpcrdma_eng_call *c,
 		   const struct rpcrdma_call_args *a)
 {
 	struct rpcrdma_msg *m = &c->msg;
-	bool reply_chunk = (uint64_t)a->max_reply + reply_hdr_len(a) > e->inline_recv;
+	bool reply_chunk = (uint64_t)a->max_reply + reply_hdr_len(a) > e->inline_reply;
 	uint32_t nitems = 0, i, hdr;
 	int rc;
 

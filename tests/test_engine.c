@@ -2584,6 +2584,35 @@ static void test_no_pdata_1024(void)
 	raw_down(&x);
 }
 
+/* A reply that fits our 4096-byte receives but not the 1024 bytes a peer without private
+ * data sends inline gets a reply chunk (RFC 8797 §4, RFC 8166 §3.3.2): the peer could not
+ * send it otherwise. One that fits 1024 bytes does not. */
+static void test_no_pdata_reply_chunk(void)
+{
+	static const uint32_t max_reply[2] = { 1024 - 28 - 100, 2000 };
+	struct raw_rig x;
+	struct rpcrdma_msg m;
+	struct rpcrdma_msg_storage ms;
+	uint8_t out[RAW_SLOT];
+	uint32_t n;
+	int i;
+
+	for (i = 0; i < 2; i++) {   /* a connection each: the first call holds the one credit */
+		raw_up(&x, RPCRDMA_ENG_CLIENT, NULL);
+		raw_post_recvs(&x.raw, 2);
+		start(&x.g, 8, 0, 0, max_reply[i], 0);
+		raw_pump(&x);
+		n = raw_poll(&x.raw, out, NULL);
+		CHECK(n > 0);
+		rpcrdma_msg_bind(&m, &ms);
+		CHECK_EQ_I(rpcrdma_decode(out, n, RPCRDMA_DIR_CALL, NULL, &m, NULL), 0);
+		CHECK_EQ_U(m.has_reply, (uint32_t)i);
+		if (i)
+			CHECK(m.reply.nsegs == 1 && m.reply.segs[0].length >= 2000);
+		raw_down(&x);
+	}
+}
+
 /* ---- the backchannel (RFC 8167) ---- */
 
 static void bc4(struct rpcrdma_eng_config *c, struct rpcrdma_eng_config *s)
@@ -3040,6 +3069,7 @@ int main(int argc, char **argv)
 	RUN(test_call_arg_checks);
 	RUN(test_reply_arg_checks);
 	RUN(test_no_pdata_1024);
+	RUN(test_no_pdata_reply_chunk);
 	RUN(test_tight_send_queue_unordered);
 	RUN(test_server_send_queue_full);
 	RUN(test_done_before_send_completion);
