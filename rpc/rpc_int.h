@@ -68,8 +68,8 @@ bool_t rpcrdma__xdr_ccp_res(XDR *x, struct rpcrdma_ccp_res *r);
 int rpcrdma__cred_allows_ddp(uint32_t flavor, const void *body, uint32_t len);
 
 /* A copy of reply a into buf (room for its stream and the items not in lent, bit i: item
- * i stays where it is): the stream, then each item copied, in order; out and items
- * describe the copy. */
+ * i stays where it is): the stream (unless buf is where it already is), then each item
+ * copied, in order; out and items describe the copy. */
 void rpcrdma__reply_copy(uint8_t *buf, const struct rpcrdma_reply_args *a, uint32_t lent,
 			 struct rpcrdma_ddp_item *items, struct rpcrdma_reply_args *out);
 

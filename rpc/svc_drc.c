@@ -320,7 +320,8 @@ void rpcrdma__reply_copy(uint8_t *buf, const struct rpcrdma_reply_args *a, uint3
 	uint64_t at = a->xdr_len;
 	uint32_t i;
 
-	memcpy(buf, a->xdr, a->xdr_len);
+	if (buf != a->xdr)   /* a reply encoded in place is already there */
+		memcpy(buf, a->xdr, a->xdr_len);
 	for (i = 0; i < a->nitems; i++) {
 		items[i] = a->items[i];
 		if (lent & (1u << i))

@@ -320,9 +320,12 @@ static uint32_t items_to_lend(const struct srv *s, const struct rpcrdma_eng_req 
 
 /* The reply as one buffer the engine owns until reply_done: the stream, then each DDP
  * item not lent (the dispatcher's memory may be freed as soon as svc_sendreply() returns
- * unless it waits). */
+ * unless it waits). enc (encap bytes, the stream at its start) is the buffer the reply was
+ * encoded into: it is taken over when the items fit after the stream, which spares a copy
+ * of every reply's stream (a long reply's whole result); otherwise, and for a reply that
+ * comes from elsewhere (enc NULL), the reply is copied. */
 static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma_reply_args *in,
-				   uint32_t lent)
+				   uint32_t lent, uint8_t *enc, size_t encap)
 {
 	struct reply_ctx *x = rpcrdma__objpool_zget(&s->replies, sizeof(*x));
 	uint64_t total = in->xdr_len;
@@ -331,7 +334,12 @@ static struct reply_ctx *own_reply(struct srv *s, const struct rpcrdma_reply_arg
 	for (i = 0; i < in->nitems; i++)
 		if (!(lent & (1u << i)))
 			total += in->items[i].len;
-	if (!x || !(x->flat = rpcrdma__bufcache_get(&s->cache, total, &x->cap))) {
+	if (!x)
+		return NULL;
+	if (enc && total <= encap) {
+		x->flat = enc;
+		x->cap = encap;
+	} else if (!(x->flat = rpcrdma__bufcache_get(&s->cache, total, &x->cap))) {
 		free(x);
 		return NULL;
 	}
@@ -449,7 +457,7 @@ static bool_t give_reply(struct sconn *c, struct rpcrdma_eng_req *er, struct rep
 /* A copy of the reply a goes to er, a call sent again. */
 static void replay(struct sconn *c, struct rpcrdma_eng_req *er, const struct rpcrdma_reply_args *a)
 {
-	struct reply_ctx *x = own_reply(c->srv, a, 0);
+	struct reply_ctx *x = own_reply(c->srv, a, 0, NULL, 0);
 
 	if (!x) {
 		rpcrdma_eng_req_drop(c->eng, er);
@@ -610,8 +618,9 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	made.xdr_len = rpcrdma__xdr_pos(&enc);
 	made.items = enc.items;
 	made.nitems = enc.nitems;
-	x = ok ? own_reply(c->srv, &made, items_to_lend(c->srv, er, &enc)) : NULL;
-	rpcrdma__bufcache_put(&c->srv->cache, buf, bcap);
+	x = ok ? own_reply(c->srv, &made, items_to_lend(c->srv, er, &enc), buf, bcap) : NULL;
+	if (!x || x->flat != buf)
+		rpcrdma__bufcache_put(&c->srv->cache, buf, bcap);
 	/* before the engine has it: lent items are the dispatcher's until then */
 	drc_finish(c, x ? &x->a : NULL);
 	if (!x) {
