@@ -67,8 +67,9 @@ echo "   and the raw provider, on loopback (about 15 s)"
 build/rpcrdma perf "127.0.0.1:$rport" --tcp-port "$tport" --compare --seconds 0.25
 echo
 echo "== large opaques without a binding (echo: long calls and replies) against ONC RPC/TCP,"
-echo "   with glibc's heap kept (GLIBC_TUNABLES=glibc.malloc.top_pad=64 MiB): by default its"
-echo "   trimming makes both transports fault in fresh pages per call (docs/TUNING.md)"
+echo "   with glibc's heap kept (GLIBC_TUNABLES: top_pad 64 MiB, mmap_threshold 32 MiB): by"
+echo "   default both transports fault in fresh pages per call (docs/TUNING.md)"
 echo "   (perf's own server, so that it runs with the same setting)"
-GLIBC_TUNABLES=glibc.malloc.top_pad=67108864 build/rpcrdma perf --compare --ops echo \
+GLIBC_TUNABLES=glibc.malloc.top_pad=67108864:glibc.malloc.mmap_threshold=33554432 \
+	build/rpcrdma perf --compare --ops echo \
 	--sizes 1m,8m --depths 1 --seconds 0.5
