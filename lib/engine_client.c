@@ -929,6 +929,12 @@ const void *rpcrdma_eng_call_reply(const struct rpcrdma_eng_call *c, uint32_t *l
 	return c->status ? NULL : c->reply;
 }
 
+/* c->msg holds the reply once one came; reply_cap is set only with a reply chunk */
+uint32_t rpcrdma_eng_call_reply_chunk(const struct rpcrdma_eng_call *c)
+{
+	return c->reply_cap;
+}
+
 uint32_t rpcrdma_eng_call_wire_err(const struct rpcrdma_eng_call *c)
 {
 	return c->wire_err;

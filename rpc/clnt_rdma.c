@@ -436,7 +436,7 @@ static struct ccall *new_call(struct rdma_clnt *ct, uint32_t kind, rpcproc_t pro
 /* ---- the reply ---- */
 
 /* What the engine's outcome means to the caller (docs/RPC.md). */
-static enum clnt_stat engine_stat(struct rdma_clnt *ct, struct ccall *call, int status,
+static enum clnt_stat engine_stat(struct ccall *call, int status,
 				  struct rpc_err *err)
 {
 	switch (status) {
@@ -457,14 +457,14 @@ static enum clnt_stat engine_stat(struct rdma_clnt *ct, struct ccall *call, int 
 			err->re_errno = EPROTO;
 			return RPC_CANTDECODERES;
 		}
-		if (call->a.max_reply > ct->opts.inline_size) {
+		if (rpcrdma_eng_call_reply_chunk(call->ec)) {
 			/* ERR_CHUNK to a call that offered a reply chunk: most likely a reply
 			 * longer than the chunk, from a server that cannot send read chunks */
 			err->re_errno = EMSGSIZE;
 			snprintf(call->errtext, sizeof(call->errtext),
 				 "the server answered ERR_CHUNK: its reply did not fit the %u-byte "
 				 "reply chunk offered (raise rpcrdma_clnt_opts.max_reply or the "
-				 "binding's max_reply)", call->a.max_reply);
+				 "binding's max_reply)", rpcrdma_eng_call_reply_chunk(call->ec));
 			return RPC_CANTRECV;
 		}
 		err->re_errno = EPROTO;
@@ -505,7 +505,7 @@ static enum clnt_stat finish_call(struct ccall *call)
 	memset(&call->err, 0, sizeof(call->err));
 	call->errtext[0] = '\0';
 	if (call->status)
-		call->err.re_status = engine_stat(call->ct, call, call->status, &call->err);
+		call->err.re_status = engine_stat(call, call->status, &call->err);
 	else
 		decode_reply(call, &call->err);
 	return call->err.re_status;

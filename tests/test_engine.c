@@ -2594,13 +2594,14 @@ static void test_no_pdata_reply_chunk(void)
 	struct rpcrdma_msg m;
 	struct rpcrdma_msg_storage ms;
 	uint8_t out[RAW_SLOT];
+	struct echo_slot *s;
 	uint32_t n;
 	int i;
 
 	for (i = 0; i < 2; i++) {   /* a connection each: the first call holds the one credit */
 		raw_up(&x, RPCRDMA_ENG_CLIENT, NULL);
 		raw_post_recvs(&x.raw, 2);
-		start(&x.g, 8, 0, 0, max_reply[i], 0);
+		s = start(&x.g, 8, 0, 0, max_reply[i], 0);
 		raw_pump(&x);
 		n = raw_poll(&x.raw, out, NULL);
 		CHECK(n > 0);
@@ -2609,6 +2610,7 @@ static void test_no_pdata_reply_chunk(void)
 		CHECK_EQ_U(m.has_reply, (uint32_t)i);
 		if (i)
 			CHECK(m.reply.nsegs == 1 && m.reply.segs[0].length >= 2000);
+		CHECK_EQ_U(rpcrdma_eng_call_reply_chunk(s->c), i ? m.reply.segs[0].length : 0);
 		raw_down(&x);
 	}
 }

@@ -188,8 +188,8 @@ RPCRDMA_API int rpcrdma_eng_start(struct rpcrdma_eng *e, const struct rpcrdma_en
  * the configured inline_send, at least 1024. Returns what is in effect. */
 RPCRDMA_API uint32_t rpcrdma_eng_set_inline_send(struct rpcrdma_eng *e, uint32_t size);
 /* The longest message the peer may send us inline: our receive buffer, or less where its
- * RFC 8797 private data says it sends less (1024 bytes without private data). Known once
- * rpcrdma_eng_set_peer_pdata() has run. */
+ * RFC 8797 private data says it sends less (1024 bytes without private data, and until
+ * rpcrdma_eng_set_peer_pdata() has run). */
 RPCRDMA_API uint32_t rpcrdma_eng_inline_reply(const struct rpcrdma_eng *e);
 /* Fail everything pending (the endpoint is being closed or is gone). Idempotent. */
 RPCRDMA_API void rpcrdma_eng_shutdown(struct rpcrdma_eng *e, int reason);
@@ -222,6 +222,8 @@ RPCRDMA_API int rpcrdma_eng_call_status(const struct rpcrdma_eng_call *c);
 RPCRDMA_API const void *rpcrdma_eng_call_reply(const struct rpcrdma_eng_call *c, uint32_t *len);
 /* The RDMA_ERROR code the reply carried (RPCRDMA_WIRE_ERR_VERS/_CHUNK), 0 if none. */
 RPCRDMA_API uint32_t rpcrdma_eng_call_wire_err(const struct rpcrdma_eng_call *c);
+/* The length of the reply chunk the call offered (RFC 5666 §3.6), 0 when it offered none. */
+RPCRDMA_API uint32_t rpcrdma_eng_call_reply_chunk(const struct rpcrdma_eng_call *c);
 /* The version range an ERR_VERS reported. */
 RPCRDMA_API void rpcrdma_eng_call_vers(const struct rpcrdma_eng_call *c, uint32_t *low,
 				       uint32_t *high);

@@ -902,6 +902,7 @@ static void test_reply_too_long_foreign(const char *t, const char *host, unsigne
 	clnt_geterr(cl, &e);
 	CHECK(e.re_errno == EMSGSIZE);
 	CHECK(strstr(rpcrdma_clnt_errtext(cl), "max_reply") != NULL);
+	CHECK(strstr(rpcrdma_clnt_errtext(cl), "the 1048576-byte reply chunk") != NULL);
 	printf("%s 3 MiB reply from an RFC 8166 server: %s (%s)\n", mode,
 	       clnt_sperror(cl, "echo"), rpcrdma_clnt_errtext(cl));
 	CHECK(echo(cl, 22, 16, 100, NULL, 0, &ok) == RPC_SUCCESS && ok);   /* goes on */
