@@ -1380,12 +1380,14 @@ static void *progress(void *arg)
 		uint64_t now_us = rpcrdma__rpc_now_us();   /* one clock read a round */
 		struct sconn *c;
 		int work, ready = 0, sleep = SLEEP_NO, polled = 0;
-		bool spin;
+		bool spin, mine;
 
+		/* the provider locks its shared queue itself: a dispatcher sending a reply does
+		 * not wait behind this read (a system call over tcp) for the srv lock */
+		(void)rpcrdma_listener_drain(s->l);   /* once a round, not once per connection */
 		pthread_mutex_lock(&s->lock);
 		s->next_due = UINT64_MAX;
 		work = accept_one(s, now_us / 1000u);
-		(void)rpcrdma_listener_drain(s->l);   /* once a round, not once per connection */
 		for (c = s->conns; c; c = c->next) {
 			work += poll_conn(c, now_us / 1000u, &polled);
 			ready |= c->head != NULL || (c->dead && !c->destroyed);
@@ -1395,12 +1397,17 @@ static void *progress(void *arg)
 			idle = 0;
 			work_us = now_us;
 		}
+		/* requests queued for svc_run() or the workers are theirs: they were told when
+		 * each was queued (enqueue, on_fatal, wake_workers), so a round that found
+		 * nothing new is empty for this thread, which would otherwise poll (a system
+		 * call a round over tcp) for as long as a dispatcher takes, on the core it needs */
+		mine = ready && s->opts.dispatch_inline;
 		/* an empty round: poll again a while, unless this core is contended and the
 		 * thread can sleep on descriptors (no epoll set where the listener has none:
 		 * see the client's drive()) */
-		spin = !work && !ready && (idle < IDLE_SPINS || now_us - work_us < IDLE_SPIN_US) &&
+		spin = !work && !mine && (idle < IDLE_SPINS || now_us - work_us < IDLE_SPIN_US) &&
 		       (s->epfd < 0 || rpcrdma__spin_more(idle + 1));
-		if (!work && !ready && !spin) {
+		if (!work && !mine && !spin) {
 			rpcrdma__drc_expire(s->drc, now_us / 1000u);
 			prepare_accept(s, &quiet_since);
 			sleep = can_sleep(s);
@@ -1412,7 +1419,7 @@ static void *progress(void *arg)
 			work += dispatch_ready(s);
 		else if (ready)
 			wake_workers();
-		if (work || ready) {
+		if (work || mine) {
 			idle = backoff = 0;
 			quiet_since = 0;
 			pending_again = false;
