@@ -2,8 +2,9 @@
 /* A libtirpc CLIENT * over RPC-over-RDMA: rpcgen stubs call clnt_call() through cl_ops as
  * with TCP. Each call is XDR-encoded (DDP-eligible items marked by a binding move to read
  * chunks), run through the engine, and its reply decoded (results placed in write chunks
- * are taken without a copy). Several threads may call at once: whoever waits drives the
- * connection, under the client's lock, so calls pipeline up to the credit window.
+ * are taken without a copy). Several threads may call at once, so calls pipeline up to the
+ * credit window: one of the callers waiting drives the connection, under the client's
+ * lock, for them all (take_lead); the others sleep until their call is done.
  *
  * Calls outlive connections (RFC 8166 §4.5, as the Linux client does): every live call is
  * on the client's list in the order it was made. When the connection is lost, the calls
@@ -83,6 +84,7 @@ struct ccall {
 	uint32_t xid;
 	int ddp;
 	int sent;                        /* went out on a connection at least once */
+	pthread_cond_t *waiter;          /* its caller sleeps there while another drives */
 	rpcrdma_clnt_cb cb;              /* asynchronous calls */
 	void *cbctx;
 	struct rpc_err err;
@@ -116,6 +118,7 @@ struct rdma_clnt {
 	uint64_t connects;           /* connections made, the first included */
 	struct ccall *ka;            /* keepalive ping in flight */
 	int nwaiters;                /* threads waiting in clnt_call */
+	int leading;                 /* one of them drives the connection (take_lead) */
 	pthread_t hk;                /* background thread, started when first needed */
 	pthread_cond_t hk_cv;
 	int hk_fd;                   /* eventfd: wakes the thread while it sleeps on the
@@ -528,6 +531,18 @@ static void drop_call(struct rdma_clnt *ct, struct ccall *call)
 	free_call(call);
 }
 
+/* Callbacks of asynchronous calls run under the client's lock, which a call made from
+ * one takes a second time: such a caller never sleeps on a condition variable (that
+ * lets go of one hold only), it drives (take_lead). */
+static __thread int in_callback;
+
+/* A waiting caller whose call is now done wakes, if another thread drives for it. */
+static void wake_waiter(struct ccall *call)
+{
+	if (call->waiter)
+		pthread_cond_signal(call->waiter);
+}
+
 /* An asynchronous call's outcome goes to its callback; the call is then over. */
 static void report_async(struct rdma_clnt *ct, struct ccall *call, enum clnt_stat stat)
 {
@@ -536,7 +551,9 @@ static void report_async(struct rdma_clnt *ct, struct ccall *call, enum clnt_sta
 	calls_del(ct, call);
 	ct->async_pending--;
 	memcpy(ct->errtext, call->errtext, sizeof(ct->errtext));
+	in_callback++;
 	call->cb(call->cbctx, stat);
+	in_callback--;
 	free_call(call);
 }
 
@@ -559,6 +576,7 @@ static void on_call_done(void *ctx, struct rpcrdma_eng_call *ec)
 	call->status = status;
 	switch (call->kind) {
 	case CK_WAIT:
+		wake_waiter(call);
 		return;   /* its caller decodes it */
 	case CK_ASYNC:
 		stat = finish_call(call);
@@ -775,6 +793,7 @@ static void submit(struct rdma_clnt *ct, struct ccall *call, uint64_t now)
 	call->ec = NULL;
 	call->done = 1;
 	call->status = rc;
+	wake_waiter(call);
 	if (call->kind == CK_ASYNC && !call->fresh) {
 		fail_stat(ct, RPC_CANTENCODEARGS, 0);
 		report_async(ct, call, RPC_CANTENCODEARGS);
@@ -1166,19 +1185,95 @@ static enum clnt_stat timed_out(struct rdma_clnt *ct, struct ccall *call)
 	return fail_stat(ct, RPC_TIMEDOUT, 0);
 }
 
+/* One caller at a time drives the connection for all who wait; the others sleep until
+ * their call is done or the lead is passed to them. When every waiting thread polled,
+ * each poll was a system call over tcp and each completion woke every sleeper: an
+ * 8-thread client made ~29 system calls a call (docs/BENCHMARKS.md, "One caller drives").
+ * 1 when this caller drives: it leads (*lead), or it is inside a callback. */
+static int take_lead(struct rdma_clnt *ct, int *lead)
+{
+	if (*lead || in_callback)
+		return 1;
+	if (ct->leading)
+		return 0;
+	ct->leading = *lead = 1;
+	return 1;
+}
+
+/* The lead goes to the oldest caller still waiting, if any. */
+static void pass_lead(struct rdma_clnt *ct)
+{
+	struct ccall *c;
+
+	ct->leading = 0;
+	for (c = ct->head; c; c = c->next) {
+		if (c->waiter && !c->done) {
+			pthread_cond_signal(c->waiter);
+			return;
+		}
+	}
+}
+
+/* The caller's own condition variable, on the monotonic clock of rpcrdma__rpc_now();
+ * NULL if it cannot be made (the caller then drives in turn, as all did before). */
+static pthread_cond_t *waiter_cv(void)
+{
+	static __thread pthread_cond_t cv;
+	static __thread int made;   /* 1: made, -1: failed */
+	pthread_condattr_t a;
+
+	if (!made) {
+		made = -1;
+		if (!pthread_condattr_init(&a)) {
+			if (!pthread_condattr_setclock(&a, CLOCK_MONOTONIC) &&
+			    !pthread_cond_init(&cv, &a))
+				made = 1;
+			pthread_condattr_destroy(&a);
+		}
+	}
+	return made > 0 ? &cv : NULL;
+}
+
+/* Sleep while another thread drives: until the call is done, the lead is passed, or
+ * its deadline; at most SLEEP_CAP_MS, to look again. Called with the lock held once. */
+static void follow(struct rdma_clnt *ct, struct ccall *call, pthread_cond_t *cv)
+{
+	uint64_t until = ct->now + SLEEP_CAP_MS;
+	struct timespec ts;
+
+	if (call->deadline < until)
+		until = call->deadline;
+	ts.tv_sec = (time_t)(until / 1000u);
+	ts.tv_nsec = (long)(until % 1000u) * 1000000L;
+	call->waiter = cv;
+	pthread_cond_timedwait(cv, &ct->lock, &ts);
+	call->waiter = NULL;
+	ct->now = rpcrdma__rpc_now();
+}
+
 static enum clnt_stat wait_call(struct rdma_clnt *ct, struct ccall *call)
 {
+	pthread_cond_t *cv = waiter_cv();
 	enum clnt_stat stat;
+	int lead = 0;
 
 	ct->nwaiters++;
 	ct->now = rpcrdma__rpc_now();
 	while (!call->done && ct->now < call->deadline) {
-		int none = drive(ct, WAIT_SLICE_MS, call->deadline);   /* reads ct->now */
+		int none;
 
+		if (cv && !take_lead(ct, &lead)) {
+			follow(ct, call, cv);
+			continue;
+		}
+		none = drive(ct, WAIT_SLICE_MS, call->deadline);   /* reads ct->now */
 		if (none && ((ct->opts.no_reconnect && ct->connects) || gave_up(ct, ct->now)))
 			break;
 		between_slices(ct, none);
 	}
+	/* also when nobody leads: a lead passed to this caller as it left is passed on */
+	if (lead || !ct->leading)
+		pass_lead(ct);
 	ct->nwaiters--;
 	if (!ct->nwaiters && background_calls(ct))
 		hk_wake(ct);
@@ -1540,7 +1635,9 @@ static void expire_async(struct rdma_clnt *ct, uint64_t now)
 		calls_del(ct, c);
 		ct->async_pending--;
 		fail_stat(ct, stat, stat == RPC_CANTSEND ? ct->conn_errno : 0);
+		in_callback++;
 		c->cb(c->cbctx, stat);
+		in_callback--;
 		free_call(c);
 	}
 }

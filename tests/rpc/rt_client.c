@@ -654,6 +654,73 @@ static void test_threads(CLIENT *cl)
 	printf("%s 8 threads x 1000 calls: %d bad\n", mode, bad);
 }
 
+struct slow {
+	CLIENT *cl;
+	u_int ms;          /* RT_SLEEP at the server, or 0: an echo */
+	int timeout_ms, ok;
+	enum clnt_stat st;
+	double took;       /* seconds */
+};
+
+static void *slow_call(void *arg)
+{
+	struct slow *c = arg;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (c->ms) {
+		c->st = clnt_call(c->cl, RT_SLEEP, (xdrproc_t)xdr_u_int, (char *)&c->ms,
+				  (xdrproc_t)(void (*)(void))xdr_void, NULL, tv(c->timeout_ms));
+		c->ok = 1;
+	} else {
+		c->st = echo(c->cl, 4242, 3000, ~0u, NULL, 0, &c->ok);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	c->took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	return NULL;
+}
+
+/* One waiting caller drives the connection for all (rpc/clnt_rdma.c, take_lead): when
+ * it gives up on its own call, the drive passes to one still waiting, whose call still
+ * completes. The first caller's call sleeps 600 ms at the server with 200 ms to wait;
+ * three callers start behind it (the server serves one connection's calls in order, so
+ * theirs wait behind the sleep), with the stub's 25 s. Nothing is heard before the first
+ * gives up, so it also closes the connection: the one it passes the drive to reconnects
+ * and sends the calls again. */
+static void test_threads_timeout(const char *t, const char *host, unsigned port)
+{
+	struct timespec gap = { 0, 20 * 1000000 };
+	/* a client of its own: each call's own timeout counts until CLSET_TIMEOUT is used */
+	CLIENT *cl = make(t, host, port, RT_PROG, RT_V1, 0);
+	struct slow c[4];
+	pthread_t th[4];
+	int i, ok = 0;
+
+	CHECK(cl != NULL);
+	if (!cl)
+		return;
+	memset(c, 0, sizeof(c));
+	for (i = 0; i < 4; i++) {
+		c[i].cl = cl;
+		c[i].ms = i ? 0 : 600;
+		c[i].timeout_ms = 200;
+		pthread_create(&th[i], NULL, slow_call, &c[i]);
+		if (!i)
+			nanosleep(&gap, NULL);   /* it leads */
+	}
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK(c[0].st == RPC_TIMEDOUT && c[0].took < 0.5);
+	for (i = 1; i < 4; i++)
+		ok += c[i].st == RPC_SUCCESS && c[i].ok;
+	CHECK(ok == 3);
+	CHECK(raw_call(cl, RT_NULL, 5000) == RPC_SUCCESS);
+	printf("%s threads: the leading caller gave up after %.0f ms, the other %d calls "
+	       "done in %.0f-%.0f ms\n", mode, c[0].took * 1000, ok, c[1].took * 1000,
+	       c[3].took * 1000);
+	clnt_destroy(cl);
+}
+
 struct acall {
 	rt_echo_args a;
 	rt_data r;
@@ -1150,6 +1217,7 @@ int main(int argc, char **argv)
 		test_errors(cl, t, host, port);
 		test_threads(cl);
 		if (is_rdma(t)) {
+			test_threads_timeout(t, host, port);
 			test_async(cl);
 			test_ccp(t, host, port);
 		}
