@@ -1188,7 +1188,8 @@ static enum clnt_stat timed_out(struct rdma_clnt *ct, struct ccall *call)
 /* One caller at a time drives the connection for all who wait; the others sleep until
  * their call is done or the lead is passed to them. When every waiting thread polled,
  * each poll was a system call over tcp and each completion woke every sleeper: an
- * 8-thread client made ~29 system calls a call (docs/BENCHMARKS.md, "One caller drives").
+ * 8-thread client made ~29 system calls a call (docs/BENCHMARKS.md, "Short-lived
+ * processes in a crowd").
  * 1 when this caller drives: it leads (*lead), or it is inside a callback. */
 static int take_lead(struct rdma_clnt *ct, int *lead)
 {
