@@ -81,6 +81,7 @@ struct sconn {
 	int ddp;                         /* the call's credential leaves its body alone */
 	int dead, destroyed, busy;
 	int owned;                       /* a thread is between xp_recv and xp_stat */
+	int rung;                        /* its eventfd was written and not drained since */
 	int watched;                     /* its endpoint's descriptor is in srv.epfd */
 	int bc_refs;                     /* backchannel clients holding it (not freed) */
 	pthread_t owner;
@@ -199,8 +200,12 @@ static void enqueue(struct sconn *c, struct rpcrdma_eng_req *r, bool first)
 			c->head = q;
 		c->tail = q;
 	}
-	if (svc_run_sees(c->srv))
+	/* once until svc_run() drains it: more requests before then ride on that look
+	 * (most of a busy server's eventfd writes found it written already) */
+	if (svc_run_sees(c->srv) && !c->rung) {
+		c->rung = 1;
 		signal_fd(c->xprt.xp_fd);
+	}
 }
 
 static void on_request(void *ctx, struct rpcrdma_eng_req *r)
@@ -685,6 +690,7 @@ static struct rpcrdma_eng_req *pop_ready(struct sconn *lane)
 
 	if (!q) {
 		drain_fd(lane->xprt.xp_fd);
+		lane->rung = 0;
 		return NULL;
 	}
 	c->head = q->next;
