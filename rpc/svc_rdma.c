@@ -175,6 +175,17 @@ static bool lanes_busy(const struct sconn *c)
 	return false;
 }
 
+/* svc_run() is told to look at c: once until it drains c's eventfd (pop_ready), as more
+ * requests before then ride on that look (most of a busy server's eventfd writes found
+ * it written already). */
+static void ring(struct sconn *c)
+{
+	if (svc_run_sees(c->srv) && !c->rung) {
+		c->rung = 1;
+		signal_fd(c->xprt.xp_fd);
+	}
+}
+
 /* r joins c's requests ready for dispatch: last, or first (a call that waited). */
 static void enqueue(struct sconn *c, struct rpcrdma_eng_req *r, bool first)
 {
@@ -200,12 +211,7 @@ static void enqueue(struct sconn *c, struct rpcrdma_eng_req *r, bool first)
 			c->head = q;
 		c->tail = q;
 	}
-	/* once until svc_run() drains it: more requests before then ride on that look
-	 * (most of a busy server's eventfd writes found it written already) */
-	if (svc_run_sees(c->srv) && !c->rung) {
-		c->rung = 1;
-		signal_fd(c->xprt.xp_fd);
-	}
+	ring(c);
 }
 
 static void on_request(void *ctx, struct rpcrdma_eng_req *r)
@@ -283,8 +289,7 @@ static void on_fatal(void *ctx, int reason)
 			 "lost the connection from", rpcrdma_strerror(reason));
 	c->dead = 1;
 	/* inline dispatch: the progress thread destroys it; svc_run() must not see it */
-	if (svc_run_sees(c->srv))
-		signal_fd(c->xprt.xp_fd);
+	ring(c);
 }
 
 /* ---- replies ---- */

@@ -694,11 +694,14 @@ static void test_threads_timeout(const char *t, const char *host, unsigned port)
 	CLIENT *cl = make(t, host, port, RT_PROG, RT_V1, 0);
 	struct slow c[4];
 	pthread_t th[4];
+	uint64_t n0 = 0, n1 = 0;
 	int i, ok = 0;
 
 	CHECK(cl != NULL);
 	if (!cl)
 		return;
+	CHECK(raw_call(cl, RT_NULL, 5000) == RPC_SUCCESS);   /* connected */
+	clnt_control(cl, RPCRDMA_CLGET_CONNECTS, (char *)&n0);
 	memset(c, 0, sizeof(c));
 	for (i = 0; i < 4; i++) {
 		c[i].cl = cl;
@@ -715,9 +718,11 @@ static void test_threads_timeout(const char *t, const char *host, unsigned port)
 		ok += c[i].st == RPC_SUCCESS && c[i].ok;
 	CHECK(ok == 3);
 	CHECK(raw_call(cl, RT_NULL, 5000) == RPC_SUCCESS);
+	clnt_control(cl, RPCRDMA_CLGET_CONNECTS, (char *)&n1);
+	CHECK(n1 - n0 == 1);   /* the caller it passed the drive to made the new connection */
 	printf("%s threads: the leading caller gave up after %.0f ms, the other %d calls "
-	       "done in %.0f-%.0f ms\n", mode, c[0].took * 1000, ok, c[1].took * 1000,
-	       c[3].took * 1000);
+	       "done in %.0f-%.0f ms on %llu new connection\n", mode, c[0].took * 1000, ok,
+	       c[1].took * 1000, c[3].took * 1000, (unsigned long long)(n1 - n0));
 	clnt_destroy(cl);
 }
 
