@@ -107,6 +107,7 @@ struct rdma_clnt {
 	struct ccall *head, *tail;   /* live calls */
 	int async_pending;
 	unsigned idle;               /* empty polls in a row */
+	uint64_t busy_from_us;       /* when they began (busy polling counts from there) */
 	unsigned held_polls;         /* polls between which the lock was kept (between_slices) */
 	uint64_t answers;            /* calls answered, on any connection */
 	uint64_t last_rx;            /* time anything was last received */
@@ -1021,13 +1022,21 @@ static int conn_quiet(const struct rdma_clnt *ct, uint64_t now)
 	return now > ct->last_rx && now - ct->last_rx >= QUIET_MS;
 }
 
+/* Busy polling (opts.busy_poll_us): within its budget, counted from the first empty poll
+ * of this wait, the waiter polls on whatever QUIET_MS and the pressure on the host say. */
+static bool busy_polling(struct rdma_clnt *ct, uint64_t now_us)
+{
+	return ct->opts.busy_poll_us && now_us - ct->busy_from_us < ct->opts.busy_poll_us &&
+	       rpcrdma__busy_poll_on(ct->idle);
+}
+
 /* Feed what the endpoint completed to the engine, waiting (wait_ms != 0) when nothing is
  * there; without a connection, make one when calls need it (within limit). Returns 1
  * when there is no connection to wait on. Called with the lock held. */
 static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 {
 	struct rpcrdma_cqe c[32];
-	uint64_t now, due;
+	uint64_t now, now_us, due;
 	int i, n, news;
 
 	if (!conn_alive(ct)) {
@@ -1042,8 +1051,9 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 			return 1;
 	}
 	n = rpcrdma_ep_poll(ct->ep, c, 32);
-	now = ct->now = rpcrdma__rpc_now();   /* one read per poll: a spinning waiter's
-						  clock reads were a fifth of its time */
+	now_us = rpcrdma__rpc_now_us();   /* one read per poll: a spinning waiter's clock
+					     reads were a fifth of its time */
+	now = ct->now = now_us / 1000u;
 	for (i = 0, news = 0; i < n; i++) {
 		news += rpcrdma__cqe_is_news(&c[i]);
 		rpcrdma_eng_on_cqe(ct->eng, &c[i], now);
@@ -1073,10 +1083,11 @@ static int drive(struct rdma_clnt *ct, int wait_ms, uint64_t limit)
 	ct->sleep_ms = 0;
 	if (news)
 		return 0;
-	ct->idle++;
-	if (wait_ms && (ct->idle > SPIN_POLLS ||
-			(rpcrdma_ep_fd(ct->ep) >= 0 &&
-			 (conn_quiet(ct, now) || !rpcrdma__spin_more(ct->idle)))))
+	if (ct->idle++ == 0)
+		ct->busy_from_us = now_us;
+	if (wait_ms && !busy_polling(ct, now_us) &&
+	    (ct->idle > SPIN_POLLS ||
+	     (rpcrdma_ep_fd(ct->ep) >= 0 && (conn_quiet(ct, now) || !rpcrdma__spin_more(ct->idle)))))
 		ct->sleep_ms = sleep_span(ct, limit, due, now);   /* between_slices() sleeps,
 								     without the lock */
 	return 0;
@@ -1708,6 +1719,8 @@ static void fill_defaults(struct rpcrdma_clnt_opts *o, const struct rpcrdma_clnt
 		o->bc_credits = DEF_BC_CREDITS;
 	if (!o->reconnect_ms)
 		o->reconnect_ms = DEF_RECONNECT_MS;
+	o->busy_poll_us = o->busy_poll_us ? rpcrdma__busy_poll_cap(o->busy_poll_us)
+					  : rpcrdma__env_busy_poll_us();
 }
 
 /* RFC 5666 §6.2: ask the server what it takes; adopt its inline size for our calls. */

@@ -114,6 +114,11 @@ int rpcrdma__rpcb_lookup(const char *host, rpcprog_t prog, rpcvers_t vers, int t
 /* The environment's defaults (RPCRDMA_PROVIDER, RPCRDMA_PORT) for options left unset. */
 const char *rpcrdma__env_provider(void);
 int rpcrdma__env_port(uint32_t *port);
+/* Busy polling (docs/RPC.md, "Busy polling"): RPCRDMA_BUSY_POLL_US, 0 where unset;
+ * an option's or the environment's value, capped. */
+#define RPCRDMA__BUSY_POLL_MAX_US 1000000u
+uint32_t rpcrdma__env_busy_poll_us(void);
+uint32_t rpcrdma__busy_poll_cap(unsigned long us);
 
 /* An engine configuration from the transport's options and the provider's caps, as the
  * client and the server both start from. role: RPCRDMA_ENG_CLIENT or _SERVER. */
@@ -206,6 +211,8 @@ void rpcrdma__idle_backoff(unsigned *idle);
  * a core to itself: under CPU pressure (/proc/pressure/cpu), or once the scheduler has
  * preempted it during a spin, the thread sleeps at once for a while (rpc/xdr_rdma.c). */
 bool rpcrdma__spin_more(unsigned polls);
+/* A busy-polling wait found nothing: go on (true), yielding the core now and then. */
+bool rpcrdma__busy_poll_on(unsigned polls);
 
 /* Whether a completion says anything of the peer: a Send done does not (over tcp a small
  * one is done as it is posted), so a waiter that found only those may go on to sleep

@@ -1210,6 +1210,8 @@ static int accept_one(struct srv *s, uint64_t now_ms)
  * end before a client at depth 1 sends its next call, and each call then paid a sleep
  * and a doorbell ring (NULL over shm ~12% slower). */
 #define IDLE_SPIN_US 100
+/* Busy polling (opts.busy_poll_us) extends that time, and within it the thread polls
+ * whatever the pressure on the host says (rpcrdma__busy_poll_on). */
 #define PREPARE_QUIET_MS 1   /* quiet this long: the listener prepares the next accept */
 #define SLEEP_MAX_MS 1000
 
@@ -1391,7 +1393,7 @@ static void *progress(void *arg)
 		uint64_t now_us = rpcrdma__rpc_now_us();   /* one clock read a round */
 		struct sconn *c;
 		int work, ready = 0, sleep = SLEEP_NO, polled = 0;
-		bool spin, mine;
+		bool spin, mine, busy;
 
 		/* the provider locks its shared queue itself: a dispatcher sending a reply does
 		 * not wait behind this read (a system call over tcp) for the srv lock */
@@ -1416,8 +1418,11 @@ static void *progress(void *arg)
 		/* an empty round: poll again a while, unless this core is contended and the
 		 * thread can sleep on descriptors (no epoll set where the listener has none:
 		 * see the client's drive()) */
-		spin = !work && !mine && (idle < IDLE_SPINS || now_us - work_us < IDLE_SPIN_US) &&
-		       (s->epfd < 0 || rpcrdma__spin_more(idle + 1));
+		busy = s->opts.busy_poll_us && now_us - work_us < s->opts.busy_poll_us;
+		spin = !work && !mine &&
+		       (busy ? rpcrdma__busy_poll_on(idle + 1)
+			     : (idle < IDLE_SPINS || now_us - work_us < IDLE_SPIN_US) &&
+				       (s->epfd < 0 || rpcrdma__spin_more(idle + 1)));
 		if (!work && !mine && !spin) {
 			rpcrdma__drc_expire(s->drc, now_us / 1000u);
 			prepare_accept(s, &quiet_since);
@@ -1447,7 +1452,7 @@ static void *progress(void *arg)
 		} else {
 			idle++;
 			/* without descriptors the spin ends after IDLE_SPINS rounds, in back-off */
-			if (!spin || (s->epfd < 0 && idle > IDLE_SPINS))
+			if (!spin || (s->epfd < 0 && idle > IDLE_SPINS && !busy))
 				rpcrdma__idle_backoff(&backoff);   /* quiet time starts at 0 */
 		}
 	}
@@ -1572,6 +1577,8 @@ static void svc_defaults(struct rpcrdma_svc_opts *o, const struct rpcrdma_svc_op
 		o->drc_entries = DEF_DRC_ENTRIES;
 	if (!o->drc_reply_max)
 		o->drc_reply_max = DEF_DRC_REPLY_MAX;
+	o->busy_poll_us = o->busy_poll_us ? rpcrdma__busy_poll_cap(o->busy_poll_us)
+					  : rpcrdma__env_busy_poll_us();
 }
 
 /* The port asked for: the options', else RPCRDMA_PORT from the environment (0: any),

@@ -319,6 +319,28 @@ int rpcrdma__env_port(uint32_t *port)
 	return 1;
 }
 
+/* RPCRDMA_BUSY_POLL_US: busy polling (docs/RPC.md, "Busy polling") for a program whose
+ * options leave it 0, so that an unmodified program can trade a core for latency. 0
+ * where unset or not a number; at most RPCRDMA__BUSY_POLL_MAX_US. */
+uint32_t rpcrdma__env_busy_poll_us(void)
+{
+	const char *p = getenv("RPCRDMA_BUSY_POLL_US");
+	char *end;
+	unsigned long v;
+
+	if (!p || !*p)
+		return 0;
+	v = strtoul(p, &end, 10);
+	if (*end)
+		return 0;
+	return rpcrdma__busy_poll_cap(v);
+}
+
+uint32_t rpcrdma__busy_poll_cap(unsigned long us)
+{
+	return us > RPCRDMA__BUSY_POLL_MAX_US ? RPCRDMA__BUSY_POLL_MAX_US : (uint32_t)us;
+}
+
 /* ---- engine configuration ---- */
 
 void rpcrdma__eng_config_rpc(struct rpcrdma_eng_config *cfg, int role,
@@ -645,6 +667,17 @@ bool rpcrdma__spin_more(unsigned polls)
 	now = rpcrdma__rpc_now();
 	if (st.psi_us ? pressure_high(&st, now) : involuntary_switches() != st.nivcsw)
 		return go_calm(&st, now);
+	return true;
+}
+
+/* Busy polling was asked for: the poll goes on whatever the pressure on the host (the
+ * program chose to spend the core), but yields it every SPIN_LOOK_EVERY polls, so that a
+ * thread waiting for this core (the peer woken by our send, as in rpcrdma__spin_more())
+ * runs at once, as the kernel's busy polling gives way when the scheduler needs the CPU. */
+bool rpcrdma__busy_poll_on(unsigned polls)
+{
+	if (polls % SPIN_LOOK_EVERY == 0)
+		sched_yield();
 	return true;
 }
 

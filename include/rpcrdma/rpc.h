@@ -45,7 +45,12 @@ struct rpcrdma_clnt_opts {
 				      calls fail at once with RPC_CANTSEND and the reason
 				      (ECONNREFUSED...); each later call then tries once. 0:
 				      5000; -1: each call tries until its own timeout */
-	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
+	uint32_t busy_poll_us;     /* a waiting caller polls this long for its reply before it
+				      sleeps, holding a core (docs/RPC.md, "Busy polling");
+				      0: $RPCRDMA_BUSY_POLL_US, else off (sleep as soon as
+				      polling cannot win); at most 1 s */
+	uint32_t reserved32;        /* zero */
+	uint64_t reserved[6];       /* zero: room for fields to come without an ABI break */
 };
 
 /* A CLIENT * for prog/vers at host (a name or address, IPv4 or IPv6) over RDMA. NULL
@@ -162,7 +167,12 @@ struct rpcrdma_svc_opts {
 				      point into the received call instead of a copy; valid
 				      until svc_freeargs(), which must release them (never
 				      xdr_free() or free(): docs/RPC.md, "Arguments lent") */
-	uint64_t reserved[5];       /* zero: room for fields to come without an ABI break */
+	uint32_t busy_poll_us;     /* the progress thread polls this long after its last work
+				      before it sleeps, holding a core (docs/RPC.md, "Busy
+				      polling"); 0: $RPCRDMA_BUSY_POLL_US, else 100 us; at
+				      most 1 s */
+	uint32_t reserved32;        /* zero */
+	uint64_t reserved[4];       /* zero: room for fields to come without an ABI break */
 };
 #define RPCRDMA_PORT_ANY 0xffffffffu
 

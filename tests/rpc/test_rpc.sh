@@ -7,7 +7,8 @@
 # and without reconnection), a non-idempotent call sent again after a lost connection
 # (runs once: the duplicate request cache), and the server killed and restarted under a
 # client calling in a loop (no wrong result, calls sent again with their XIDs, calls after
-# the restart succeed). inline (requests dispatched on the progress threads): the bulk run only.
+# the restart succeed), and busy polling (svc_run mode). inline (requests dispatched on the
+# progress threads): the bulk run only.
 # In workers and inline mode the server's arguments are lent from the calls (lend_args).
 # Usage: test_rpc.sh SERVER CLIENT svc_run|workers|inline
 set -u
@@ -123,6 +124,26 @@ for tr in rdma-$R rdma-shm; do
 	cat "$out/ka"
 	stop_server
 done
+
+# busy polling (docs/RPC.md): the client polls through a wait when its options or the
+# environment give it a budget; a server started with RPCRDMA_BUSY_POLL_US polls that long
+# after a call, then sleeps (its CPU, read by the client from /proc)
+if [ "$MODE" = svc_run ]; then
+	run_server
+	for t in rdma-$R:$rport rdma-shm:$sport; do
+		echo "== ${t%%:*} busy polling, the client"
+		timeout 60 "$CLIENT" "${t%%:*}" "$H" "${t##*:}" busypoll || rc=1
+	done
+	stop_server
+	export RPCRDMA_BUSY_POLL_US=600000
+	run_server
+	unset RPCRDMA_BUSY_POLL_US
+	for t in rdma-$R:$rport rdma-shm:$sport; do
+		echo "== ${t%%:*} busy polling, the server"
+		timeout 60 "$CLIENT" "${t%%:*}" "$H" "${t##*:}" busypoll "$spid" || rc=1
+	done
+	stop_server
+fi
 
 # at most once across reconnections: a call sent again after its connection was lost
 # runs once (the server's duplicate request cache answers it); without the cache it runs

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Spin or sleep (rpcrdma__spin_more, rpc/xdr_rdma.c): a thread that shares its core with
  * another runnable thread stops spinning, and stays calm for a while; a thread new to the
- * question spins first. */
+ * question spins first. Busy polling's budget from the environment. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -84,10 +84,29 @@ static void new_thread_spins(void)
 	CHECK_EQ_I(stopped_at, 0);
 }
 
+/* RPCRDMA_BUSY_POLL_US: microseconds, capped at a second; anything else is off. */
+static void busy_poll_from_environment(void)
+{
+	unsetenv("RPCRDMA_BUSY_POLL_US");
+	CHECK_EQ_U(rpcrdma__env_busy_poll_us(), 0);
+	setenv("RPCRDMA_BUSY_POLL_US", "5000", 1);
+	CHECK_EQ_U(rpcrdma__env_busy_poll_us(), 5000);
+	setenv("RPCRDMA_BUSY_POLL_US", "99999999", 1);
+	CHECK_EQ_U(rpcrdma__env_busy_poll_us(), RPCRDMA__BUSY_POLL_MAX_US);
+	setenv("RPCRDMA_BUSY_POLL_US", "50ms", 1);
+	CHECK_EQ_U(rpcrdma__env_busy_poll_us(), 0);
+	setenv("RPCRDMA_BUSY_POLL_US", "", 1);
+	CHECK_EQ_U(rpcrdma__env_busy_poll_us(), 0);
+	unsetenv("RPCRDMA_BUSY_POLL_US");
+	CHECK_EQ_U(rpcrdma__busy_poll_cap(2000000), RPCRDMA__BUSY_POLL_MAX_US);
+	CHECK_EQ_U(rpcrdma__busy_poll_cap(70), 70);
+}
+
 int main(int argc, char **argv)
 {
 	HARNESS_BEGIN(argc, argv);
 	RUN(contended_core_stops_spinning);
 	RUN(new_thread_spins);
+	RUN(busy_poll_from_environment);
 	HARNESS_END();
 }
