@@ -302,18 +302,25 @@ const char *rpcrdma__env_provider(void)
 	return p && *p ? p : "tcp";
 }
 
+/* A variable holding a whole number: 1 and *v when set and nothing but digits. */
+static int env_number(const char *name, unsigned long *v)
+{
+	const char *p = getenv(name);
+	char *end;
+
+	if (!p || *p < '0' || *p > '9')
+		return 0;
+	*v = strtoul(p, &end, 10);
+	return !*end;
+}
+
 /* RPCRDMA_PORT: the port when a program's options name none; 0 means any (a server) or
  * "ask rpcbind" (a client). Returns 1 when set and valid. */
 int rpcrdma__env_port(uint32_t *port)
 {
-	const char *p = getenv("RPCRDMA_PORT");
-	char *end;
 	unsigned long v;
 
-	if (!p || !*p)
-		return 0;
-	v = strtoul(p, &end, 10);
-	if (*end || v > 65535)
+	if (!env_number("RPCRDMA_PORT", &v) || v > 65535)
 		return 0;
 	*port = (uint32_t)v;
 	return 1;
@@ -324,16 +331,9 @@ int rpcrdma__env_port(uint32_t *port)
  * where unset or not a number; at most RPCRDMA__BUSY_POLL_MAX_US. */
 uint32_t rpcrdma__env_busy_poll_us(void)
 {
-	const char *p = getenv("RPCRDMA_BUSY_POLL_US");
-	char *end;
 	unsigned long v;
 
-	if (!p || !*p)
-		return 0;
-	v = strtoul(p, &end, 10);
-	if (*end)
-		return 0;
-	return rpcrdma__busy_poll_cap(v);
+	return env_number("RPCRDMA_BUSY_POLL_US", &v) ? rpcrdma__busy_poll_cap(v) : 0;
 }
 
 uint32_t rpcrdma__busy_poll_cap(unsigned long us)

@@ -5,7 +5,9 @@
  * death by the signal), and librpcrdma gives them back once it has loaded libfabric
  * (prov/fabric/prov_fabric.c). Each case first opens the tcp provider, which loads it. Where no such library
  * is installed the first two cases hold trivially; the third shows the test can tell
- * (it sees the psm handlers when they are kept, or no psm library at all). */
+ * (it sees the psm handlers when they are kept, or no psm library at all). The psm
+ * libraries are loaded here (RPCRDMA_LIBFABRIC_PSM=1), as where librpcrdma's stand-ins
+ * for them are not installed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <signal.h>
@@ -131,6 +133,9 @@ static void test_kept_on_request(void)
 
 int main(int argc, char **argv)
 {
+	/* the psm libraries loaded, not left out (prov_fabric.c, load_psm_stubs): their
+	 * signals are what this program checks (tests/test_lazy_libs.sh checks leaving out) */
+	setenv("RPCRDMA_LIBFABRIC_PSM", "1", 1);
 	if (argc > 1 && !strcmp(argv[1], "--count")) {
 		printf("%d\n", use_libfabric() ? -2 : psm_handlers());
 		return 0;

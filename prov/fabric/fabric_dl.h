@@ -27,6 +27,8 @@ extern struct rpcrdma__fabric_fns rpcrdma__fabric_fns;
 
 /* Loads libfabric once; 0 or -RPCRDMA_ERR_NOPROV with the reason in err. */
 int rpcrdma__fabric_load(char *err, size_t errlen);
+/* The same, for a provider about to open (a psm one keeps libfabric's psm libraries). */
+int rpcrdma__fabric_load_for(const char *prov, char *err, size_t errlen);
 
 #define fi_getinfo (*rpcrdma__fabric_fns.fi_getinfo)
 #define fi_freeinfo (*rpcrdma__fabric_fns.fi_freeinfo)

@@ -14,8 +14,12 @@
  * messages use their own tag, and data uses directed receives from the peer only, so
  * neither can be taken for the other. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fabric_int.h"
 
@@ -356,21 +360,73 @@ struct rpcrdma__fabric_fns rpcrdma__fabric_fns;
 RPCRDMA__DL_LIB(fabric_lib, "libfabric.so.1", "RPCRDMA_LIBFABRIC", "libfabric1",
 		RPCRDMA__FABRIC_FNS, rpcrdma__fabric_fns);
 
-/* Loads libfabric (once: later calls find it loaded), and gives back the signals its
- * psm libraries' constructors took meanwhile. */
-int rpcrdma__fabric_load(char *err, size_t errlen)
+/* ---- the psm libraries, left out ----
+ * Debian's libfabric 1.17 needs libpsm_infinipath.so.1 and libpsm2.so.2 (for its psm and
+ * psm2 providers), whose constructors sleep 100 ms each calibrating a clock, in every
+ * process that loads libfabric: 0.2 s of a one-call process's 0.29 s (docs/BENCHMARKS.md,
+ * "Process start"). A library already loaded under a soname satisfies a later library's
+ * need for it, so stand-ins that fail every call (psm_stub.c, installed in rpcrdma-psm/
+ * beside this library) are loaded first: libfabric's psm providers then find no device,
+ * as on any host without Omni-Path or InfiniPath hardware, and the rest of libfabric is
+ * untouched. Not when RPCRDMA_LIBFABRIC_PSM=1, nor when the provider that loads libfabric
+ * is a psm one (fi_psm, fi_psm2); where the stand-ins are not beside this library (a
+ * static link) the real libraries load as before. */
+static const char *const psm_stubs[] = { "libpsm2.so.2", "libpsm_infinipath.so.1" };
+
+static bool psm_wanted(const char *prov)
+{
+	const char *keep = getenv("RPCRDMA_LIBFABRIC_PSM");
+
+	if (keep && *keep && strcmp(keep, "0"))
+		return true;
+	if (prov && !strncmp(prov, "fi_", 3))
+		prov += 3;
+	return prov && !strncmp(prov, "psm", 3);
+}
+
+static void load_psm_stubs(const char *prov)
+{
+	char path[PATH_MAX];
+	const char *slash;
+	Dl_info d;
+	size_t i;
+
+	if (psm_wanted(prov) || !dladdr((void *)load_psm_stubs, &d) || !d.dli_fname ||
+	    !(slash = strrchr(d.dli_fname, '/')))
+		return;
+	for (i = 0; i < sizeof(psm_stubs) / sizeof(psm_stubs[0]); i++) {
+		snprintf(path, sizeof(path), "%.*s/rpcrdma-psm/%s", (int)(slash - d.dli_fname),
+			 d.dli_fname, psm_stubs[i]);
+		if (!dlopen(path, RTLD_NOW | RTLD_LOCAL))
+			(void)dlerror();   /* not installed here: the real one loads */
+	}
+}
+
+/* Loads libfabric (once: later calls find it loaded), for provider prov (NULL: a probe
+ * or a version query), and gives back the signals its psm libraries' constructors took
+ * meanwhile. */
+int rpcrdma__fabric_load_for(const char *prov, char *err, size_t errlen)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static bool tried;
 	struct sigaction saved[PSM_NSIGS];
 	int rc;
 
 	pthread_mutex_lock(&lock);
+	if (!tried)
+		load_psm_stubs(prov);
+	tried = true;
 	save_signals(saved);
 	rc = rpcrdma__dl_load(&fabric_lib, err, errlen);
 	if (!rc)
 		give_back_psm_signals(saved);
 	pthread_mutex_unlock(&lock);
 	return rc;
+}
+
+int rpcrdma__fabric_load(char *err, size_t errlen)
+{
+	return rpcrdma__fabric_load_for(NULL, err, errlen);
 }
 
 const char *rpcrdma_libfabric_version(void)
@@ -531,7 +587,7 @@ int rpcrdma__prov_fabric_open(const char *name, struct rpcrdma_prov **out, char 
 	struct fab_prov *fp;
 	int rdm = 0, rc;
 
-	rc = rpcrdma__fabric_load(err, errlen);
+	rc = rpcrdma__fabric_load_for(name, err, errlen);
 	if (rc)
 		return rc;
 	split_name(name, prov, sizeof(prov), dom, sizeof(dom));

@@ -7,7 +7,8 @@
 #    rpcrdma::nfs3, shared and static, and runs;
 #  - the installed rpcrdma runs without LD_LIBRARY_PATH (its RPATH), perf --compare finds
 #    bench_prov in libexec, and man finds its pages;
-#  - nothing test-only (the mock provider) and nothing of the build tree is installed.
+#  - nothing test-only (the mock provider) and nothing of the build tree is installed;
+#  - the psm stand-ins (prov/fabric/psm_stub.c) are installed and found by the library.
 # Usage: test_install.sh BUILD_DIR SOURCE_DIR
 set -u
 BUILD=$1
@@ -43,6 +44,17 @@ cc -std=c11 -Wall -Wextra -Werror $san "$SRC/tests/install/rpc_prog.c" -o "$work
 if [ -x "$work/rpc_prog" ]; then
 	LD_LIBRARY_PATH=$libdir timeout 60 "$work/rpc_prog" tcp || fail "the pkg-config program over tcp"
 	LD_LIBRARY_PATH=$libdir timeout 60 "$work/rpc_prog" shm || fail "the pkg-config program over shm"
+fi
+# the stand-ins for Debian's libfabric's psm libraries: installed beside the libraries
+# (never as libpsm2.so for a linker to find), and what the installed library loads
+[ -e "$libdir/rpcrdma-psm/libpsm2.so.2" ] && [ -e "$libdir/rpcrdma-psm/libpsm_infinipath.so.1" ] ||
+	fail "the psm stand-ins are not installed in ${libdir#"$prefix"/}/rpcrdma-psm"
+[ -e "$libdir/rpcrdma-psm/libpsm2.so" ] && fail "a libpsm2.so link is installed"
+if [ -x "$work/rpc_prog" ] && readelf -d "$(ldconfig -p | grep -m1 -o '/[^ ]*libfabric.so.1$')" 2>/dev/null |
+	grep -q 'NEEDED.*libpsm2'; then
+	LD_DEBUG=files LD_LIBRARY_PATH=$libdir timeout 60 "$work/rpc_prog" tcp 2>&1 >/dev/null |
+		grep -q "file=$libdir/rpcrdma-psm/libpsm2.so.2" ||
+		fail "the installed library does not load its psm stand-ins"
 fi
 # the same from a prefix moved elsewhere as a whole (relative pkg-config files)
 mv "$work/opt" "$work/moved"

@@ -128,20 +128,20 @@ done
 # busy polling (docs/RPC.md): the client polls through a wait when its options or the
 # environment give it a budget; a server started with RPCRDMA_BUSY_POLL_US polls that long
 # after a call, then sleeps (its CPU, read by the client from /proc)
+busy_polling() {   # WHOSE [SERVER_PID]: rt_client busypoll over both providers
+	for t in rdma-$R:$rport rdma-shm:$sport; do
+		echo "== ${t%%:*} busy polling, the $1"
+		timeout 60 "$CLIENT" "${t%%:*}" "$H" "${t##*:}" busypoll ${2:+"$2"} || rc=1
+	done
+}
 if [ "$MODE" = svc_run ]; then
 	run_server
-	for t in rdma-$R:$rport rdma-shm:$sport; do
-		echo "== ${t%%:*} busy polling, the client"
-		timeout 60 "$CLIENT" "${t%%:*}" "$H" "${t##*:}" busypoll || rc=1
-	done
+	busy_polling client
 	stop_server
 	export RPCRDMA_BUSY_POLL_US=600000
 	run_server
 	unset RPCRDMA_BUSY_POLL_US
-	for t in rdma-$R:$rport rdma-shm:$sport; do
-		echo "== ${t%%:*} busy polling, the server"
-		timeout 60 "$CLIENT" "${t%%:*}" "$H" "${t##*:}" busypoll "$spid" || rc=1
-	done
+	busy_polling server "$spid"
 	stop_server
 fi
 
