@@ -1023,7 +1023,7 @@ static int conn_quiet(const struct rdma_clnt *ct, uint64_t now)
 }
 
 /* Busy polling (opts.busy_poll_us): within its budget, counted from the first empty poll
- * of this wait, the waiter polls on whatever QUIET_MS and the pressure on the host say. */
+ * after a call was made or something arrived, the waiter polls on whatever QUIET_MS and the pressure on the host say. */
 static bool busy_polling(struct rdma_clnt *ct, uint64_t now_us)
 {
 	return ct->opts.busy_poll_us && now_us - ct->busy_from_us < ct->opts.busy_poll_us &&
@@ -1318,6 +1318,11 @@ static enum clnt_stat wait_call(struct rdma_clnt *ct, struct ccall *call)
 static void start(struct rdma_clnt *ct, struct ccall *call, uint64_t now)
 {
 	calls_add(ct, call);
+	/* each call's wait gets the whole busy-polling budget: without this, a call made
+	 * while an earlier, timed-out one still waits for its reply would inherit what is
+	 * left of that one's budget (the count restarts only when something arrives) */
+	if (ct->opts.busy_poll_us)
+		ct->idle = 0;
 	if (conn_alive(ct))
 		submit_queued(ct, now);
 }

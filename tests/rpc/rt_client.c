@@ -946,6 +946,39 @@ static void test_busy_poll_client(const char *t, const char *host, unsigned port
 	clnt_destroy(cl);
 }
 
+/* A call made while an earlier, timed-out one still waits for its late reply gets the
+ * whole budget too (rpc/clnt_rdma.c, start()). The server runs one call of a connection
+ * at a time: a message (zero timeout, 10 ms to run), then a call of 600 ms, given up
+ * after 250, then a NULL-like call that waits behind it until 610 ms. The message's reply
+ * at 10 ms keeps the connection up (a call timed out with nothing heard since it went
+ * out closes it, and a new connection restarts the count) and starts the 250 ms budget
+ * counted before the fix: the last call would then poll 10 ms and sleep, where it must
+ * poll 250 ms (a quarter of that asked for, as above). */
+static void test_busy_poll_after_timeout(const char *t, const char *host, unsigned port)
+{
+	struct rpcrdma_clnt_opts saved = base_opts;
+	u_int slow = 600, quick = 10;
+	CLIENT *cl;
+	double used;
+
+	base_opts.busy_poll_us = 250000;
+	cl = make(t, host, port, RT_PROG, RT_V1, 0);
+	base_opts = saved;
+	CHECK(cl != NULL);
+	if (!cl)
+		return;
+	(void)call_cpu_ms(cl, 0);
+	CHECK(clnt_call(cl, RT_SLEEP, (xdrproc_t)xdr_u_int, (char *)&quick,
+			(xdrproc_t)(void (*)(void))xdr_void, NULL, tv(0)) == RPC_TIMEDOUT);
+	CHECK(clnt_call(cl, RT_SLEEP, (xdrproc_t)xdr_u_int, (char *)&slow,
+			(xdrproc_t)(void (*)(void))xdr_void, NULL, tv(250)) == RPC_TIMEDOUT);
+	used = call_cpu_ms(cl, 0);
+	CHECK(used >= 62);
+	printf("%s busy polling after a timed-out call: %.1f ms of CPU in a 360 ms wait\n",
+	       mode, used);
+	clnt_destroy(cl);
+}
+
 /* CPU time of process pid so far, ms (/proc: clock ticks). */
 static double proc_cpu_ms(long pid)
 {
@@ -1202,6 +1235,7 @@ int main(int argc, char **argv)
 		} else {
 			test_busy_poll_client(t, host, port, 0);
 			test_busy_poll_client(t, host, port, 1);
+			test_busy_poll_after_timeout(t, host, port);
 		}
 		clnt_destroy(cl);
 		printf("%d passed, %d failed\n", passed, failed);
