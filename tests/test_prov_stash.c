@@ -4,8 +4,9 @@
  * Two processes over libfabric tcp: the client sends two waves of messages; the server
  * waits (collecting) after each wave, posting the second wave's receives in between,
  * and only then polls. Every receive must come out exactly once, with its data.
- * Sends no larger than the tcp provider's inject size are done as they are posted (no
- * completion comes from libfabric): each still completes exactly once, from the stash. */
+ * Sends no larger than the tcp or shm provider's inject size are done as they are posted
+ * (no completion comes from libfabric): each still completes exactly once, from the
+ * stash, and the data of each arrives whole and in order, over both providers. */
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -149,9 +150,12 @@ static void test_stash_keeps_everything(void)
 	free(mem);
 }
 
-#define MIXED 600        /* more than the send queue holds, were small sends queued */
-#define SMALL 100        /* under tcp's inject size (128) */
-#define LARGE 512
+#define MIXED 1500       /* more than the send queue holds (tcp 256, shm 1024), were
+			    small sends queued */
+#define SMALL 100        /* under tcp's inject size (128) and shm's (4096) */
+#define LARGE 8192       /* over both */
+
+static const char *mixed_prov;
 
 static uint32_t mixed_len(int k)
 {
@@ -159,7 +163,9 @@ static uint32_t mixed_len(int k)
 }
 
 /* Every send posted, only then every completion read: the small ones must not hold
- * places in the send queue, and each completes once with its context. */
+ * places in the send queue, and each completes once with its context. Completions are
+ * read only while a quarter of the queue's places are held by large sends, so small
+ * ones that held places would fill it first. */
 static int mixed_client(uint16_t port, int a, int b)
 {
 	static uint8_t seen[MIXED];
@@ -167,15 +173,16 @@ static int mixed_client(uint16_t port, int a, int b)
 	struct rpcrdma_prov *p;
 	struct rpcrdma_ep *ep;
 	uint8_t *buf;
-	int k, n, done = 0, large = 0;
+	int k, n, done = 0, large = 0, hold;
 
 	(void)a;
 	(void)b;
-	if (rpcrdma_prov_open("tcp", &p, NULL, 0) ||
+	if (rpcrdma_prov_open(mixed_prov, &p, NULL, 0) ||
 	    rpcrdma_connect(p, "127.0.0.1", port, NULL, 0, 10000, &ep))
 		return 1;
-	if (rpcrdma_prov_caps(p)->inject_size < SMALL)
+	if (rpcrdma_prov_caps(p)->inject_size < SMALL || rpcrdma_prov_caps(p)->inject_size >= LARGE)
 		return 2;
+	hold = (int)rpcrdma_prov_caps(p)->tx_depth / 4;
 	buf = calloc(MIXED, LARGE);
 	if (!buf || rpcrdma_mr_reg(p, buf, (size_t)MIXED * LARGE, RPCRDMA_ACC_LOCAL, &mr))
 		return 3;
@@ -187,7 +194,7 @@ static int mixed_client(uint16_t port, int a, int b)
 			return 4;
 		large += mixed_len(k) == LARGE;
 		/* the large ones take places in the queue until they complete */
-		while (large > 64) {
+		while (large > hold) {
 			n = rpcrdma_ep_poll(ep, c, 16);
 			if (n == 0 && rpcrdma_ep_wait(ep, 5000))
 				return 5;
@@ -223,7 +230,7 @@ static int mixed_client(uint16_t port, int a, int b)
 	return n == 0 ? 0 : 9;
 }
 
-static void test_small_sends_done_at_once(void)
+static void small_sends_done_at_once(const char *prov)
 {
 	struct rpcrdma_listener *l;
 	struct rpcrdma_connreq *req;
@@ -234,7 +241,8 @@ static void test_small_sends_done_at_once(void)
 	uint8_t *buf;
 	pid_t child;
 
-	child = tcp_child(mixed_client, -1, -1, &p, &l);
+	mixed_prov = prov;
+	child = prov_child(prov, mixed_client, -1, -1, &p, &l);
 	CHECK_EQ_I(rpcrdma_listener_get(l, 10000, &req), 0);
 	CHECK_EQ_I(rpcrdma_accept(req, NULL, 0, 10000, &ep), 0);
 	buf = calloc(MIXED, LARGE);
@@ -244,7 +252,7 @@ static void test_small_sends_done_at_once(void)
 
 		CHECK_EQ_I(rpcrdma_post_recv(ep, &s, (void *)(uintptr_t)(i + 1)), 0);
 	}
-	/* tcp keeps the order: the k-th message lands in the k-th receive posted */
+	/* both keep the order: the k-th message lands in the k-th receive posted */
 	while (total < MIXED) {
 		int n = rpcrdma_ep_poll(ep, c, 16), k;
 
@@ -279,10 +287,21 @@ static void test_small_sends_done_at_once(void)
 	free(buf);
 }
 
+static void test_small_sends_done_at_once(void)
+{
+	small_sends_done_at_once("tcp");
+}
+
+static void test_small_sends_done_at_once_shm(void)
+{
+	small_sends_done_at_once("shm");
+}
+
 int main(int argc, char **argv)
 {
 	HARNESS_BEGIN(argc, argv);
 	RUN(test_stash_keeps_everything);
 	RUN(test_small_sends_done_at_once);
+	RUN(test_small_sends_done_at_once_shm);
 	HARNESS_END();
 }

@@ -984,13 +984,18 @@ static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
 		POST_RETRY(e, rc, budget, fi_trecv(e->ep, laddr, len, desc, e->peer, TAG_DATA, 0, fctx));
 	else if (opcode == RPCRDMA_OP_RECV)
 		POST_RETRY(e, rc, budget, fi_recv(e->ep, laddr, len, desc, 0, fctx));
-	else if (opcode == RPCRDMA_OP_SEND && e->fp->rdm)
-		POST_RETRY(e, rc, budget, fi_tsend(e->ep, laddr, len, desc, e->peer, TAG_DATA, fctx));
 	else if (opcode == RPCRDMA_OP_SEND && len <= e->fp->inject_max) {
-		POST_RETRY(e, rc, budget, fi_inject(e->ep, laddr, len, 0));
-		if (!rc)
+		if (e->fp->rdm)
+			POST_RETRY(e, rc, budget, fi_tinject(e->ep, laddr, len, e->peer, TAG_DATA));
+		else
+			POST_RETRY(e, rc, budget, fi_inject(e->ep, laddr, len, 0));
+		if (!rc) {
+			rpcrdma__bell_ring(&e->bell);
 			return RPCRDMA__POSTED_DONE;   /* no completion comes for it */
-	} else if (opcode == RPCRDMA_OP_SEND)
+		}
+	} else if (opcode == RPCRDMA_OP_SEND && e->fp->rdm)
+		POST_RETRY(e, rc, budget, fi_tsend(e->ep, laddr, len, desc, e->peer, TAG_DATA, fctx));
+	else if (opcode == RPCRDMA_OP_SEND)
 		POST_RETRY(e, rc, budget, fi_send(e->ep, laddr, len, desc, 0, fctx));
 	else if (opcode == RPCRDMA_OP_READ)
 		POST_RETRY(e, rc, budget, fi_read(e->ep, laddr, len, desc, e->peer, raddr, key, fctx));

@@ -620,9 +620,11 @@ int rpcrdma__prov_fabric_open(const char *name, struct rpcrdma_prov **out, char 
 	}
 	fill_caps(&fp->base.caps, fp->info, rdm);
 	fp->base.caps.has_fd = (uint32_t)probe_fd(fp);
-	/* tcp only: verbs would post such a send unsignalled, and shm's completions cost
-	 * no system call */
-	if (!rdm && !strcmp(fp->base.caps.name, "tcp"))
+	/* tcp and shm (verbs would post such a send unsignalled): a completion read is a
+	 * system call over tcp, and over shm one more entry to take from the queue and
+	 * process per message (docs/BENCHMARKS.md, "NULL over shm against the raw
+	 * ping-pong") */
+	if (!strcmp(fp->base.caps.name, rdm ? "shm" : "tcp"))
 		fp->inject_max = fp->base.caps.inject_size;
 	*out = &fp->base;
 	return 0;
