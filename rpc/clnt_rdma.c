@@ -1023,7 +1023,8 @@ static int conn_quiet(const struct rdma_clnt *ct, uint64_t now)
 }
 
 /* Busy polling (opts.busy_poll_us): within its budget, counted from the first empty poll
- * after a call was made or something arrived, the waiter polls on whatever QUIET_MS and the pressure on the host say. */
+ * after a call was made or something arrived, the waiter polls on whatever QUIET_MS and
+ * the pressure on the host say. */
 static bool busy_polling(struct rdma_clnt *ct, uint64_t now_us)
 {
 	return ct->opts.busy_poll_us && now_us - ct->busy_from_us < ct->opts.busy_poll_us &&
