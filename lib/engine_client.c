@@ -377,6 +377,7 @@ int rpcrdma_eng_call(struct rpcrdma_eng *e, const struct rpcrdma_call_args *a, v
 	rpcrdma_msg_bind(&c->msg, c->hdr);
 	c->e = e;
 	c->a = a;
+	c->no_reply = a->no_reply != 0;
 	c->user = user;
 	c->xid = rpcrdma__get32(a->xdr);
 	c->op.kind = OPK_CALL_READ;
@@ -706,7 +707,7 @@ static void settle_batched(struct rpcrdma_eng *e, const struct rpcrdma_eng_call 
 		struct rpcrdma_eng_call *c = call_of(k);
 
 		next = k->next;
-		if (c->a->no_reply && c->state == CALL_SENT && c->seq < answered->seq)
+		if (c->no_reply && c->state == CALL_SENT && c->seq < answered->seq)
 			complete(e, c, 0);
 	}
 }

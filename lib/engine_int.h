@@ -88,7 +88,9 @@ struct rpcrdma_eng_call {
 	uint32_t state;
 	uint32_t xid;
 	int status;
-	bool user_freed;               /* timed out and freed: a late reply only frees it */
+	bool user_freed;               /* timed out and freed: a late reply only frees it,
+					  and a (the caller's) is no longer read */
+	bool no_reply;                 /* a->no_reply, kept: a may be gone (user_freed) */
 	bool holds_credit;
 	bool orphan;                   /* its credit is counted in e->orphaned */
 	uint64_t seq;                  /* order sent on this connection */

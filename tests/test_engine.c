@@ -2159,6 +2159,47 @@ static void test_batched_settled_by_later_reply(void)
 	rig_down(&g);
 }
 
+/* An abandoned call's arguments are the caller's again (rpcrdma_eng_call_free): a reply
+ * to a later call must not read them. Before, settle_batched() read no_reply through
+ * them; memory reused so that it read 1 completed the abandoned call there and gave its
+ * credit back while the server still held it (and ASan saw the freed read: rt_client's
+ * busy polling after a timed-out call, whose memory libtirpc's caller had freed). */
+static void test_abandoned_args_not_read(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs;
+	struct echo_slot *s = NULL, *a, *b;
+	int i;
+
+	rig_up(&g, NULL);
+	for (i = 0; i < 3; i++)                /* raise the grant: two calls at once */
+		s = start(&g, 16, 0, 0, 128, 0);
+	pump(&g);
+	CHECK(s->done && s->status == 0);
+	g.hold = 1;
+	a = start(&g, 16, 0, 0, 128, 0);
+	b = start(&g, 16, 0, 0, 128, 0);
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 2);
+	rpcrdma_eng_call_free(a->c);           /* a times out: abandoned, credit kept */
+	a->c = NULL;
+	a->done = 1;
+	a->a.no_reply = 1;                     /* its arguments' memory, reused */
+	answer(&g, g.held[1]);                 /* b's reply: a was sent before it */
+	pump(&g);
+	CHECK(b->done && b->status == 0 && b->verified);
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.credits_in_use, 1);      /* still a's: the server holds it */
+	answer(&g, g.held[0]);                 /* a's late reply frees it */
+	g.nheld = 0;
+	g.hold = 0;
+	pump(&g);
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.credits_in_use, 0);
+	CHECK_EQ_U(g.cl.fatal + g.sv.fatal, 0);
+	rig_down(&g);
+}
+
 /* A peer that takes nothing (its queue stays full) holds work back only so long: after
  * stall_timeout_ms the connection is closed and counted, never retried forever. */
 static void test_stall_timeout(void)
@@ -3067,6 +3108,7 @@ int main(int argc, char **argv)
 	RUN(test_call_abandon);
 	RUN(test_stall_timeout);
 	RUN(test_batched_settled_by_later_reply);
+	RUN(test_abandoned_args_not_read);
 	RUN(test_starved_by_abandoned_calls);
 	RUN(test_call_arg_checks);
 	RUN(test_reply_arg_checks);

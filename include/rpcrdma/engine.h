@@ -232,7 +232,8 @@ RPCRDMA_API void rpcrdma_eng_call_vers(const struct rpcrdma_eng_call *c, uint32_
 RPCRDMA_API void rpcrdma_eng_call_msgp(const struct rpcrdma_eng_call *c, uint32_t *align,
 				       uint32_t *thresh, uint32_t *base);
 /* Free a completed call; on a call still in progress, abandon it: no call_done follows,
- * its memory is withdrawn from the peer at once, and a call already sent keeps its credit
+ * its memory is withdrawn from the peer at once, the engine no longer reads its
+ * rpcrdma_call_args (the caller may free them), and a call already sent keeps its credit
  * until its reply (dropped) or the connection's end. */
 RPCRDMA_API void rpcrdma_eng_call_free(struct rpcrdma_eng_call *c);
 /* 1 once the call has been sent (the responder may hold it), 0 while it waits. */
