@@ -978,6 +978,7 @@ static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
 	struct fab_ep *e = impl;
 	void *desc = sge_desc(mr), *fctx = pc->ctx;
 	int budget = pc == &pc->op->pieces[0] ? POST_RETRY_MS : POST_PIECE_RETRY_MS;
+	bool done = false;
 	ssize_t rc;
 
 	if (opcode == RPCRDMA_OP_RECV && e->fp->rdm)
@@ -989,10 +990,7 @@ static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
 			POST_RETRY(e, rc, budget, fi_tinject(e->ep, laddr, len, e->peer, TAG_DATA));
 		else
 			POST_RETRY(e, rc, budget, fi_inject(e->ep, laddr, len, 0));
-		if (!rc) {
-			rpcrdma__bell_ring(&e->bell);
-			return RPCRDMA__POSTED_DONE;   /* no completion comes for it */
-		}
+		done = !rc;   /* no completion comes for it */
 	} else if (opcode == RPCRDMA_OP_SEND && e->fp->rdm)
 		POST_RETRY(e, rc, budget, fi_tsend(e->ep, laddr, len, desc, e->peer, TAG_DATA, fctx));
 	else if (opcode == RPCRDMA_OP_SEND)
@@ -1005,7 +1003,7 @@ static int post_piece(void *impl, uint32_t opcode, void *laddr, uint32_t len,
 		return e->ep ? rpcrdma__fab_map_err((int)rc) : -RPCRDMA_ERR_DISCONN;
 	if (opcode != RPCRDMA_OP_RECV)
 		rpcrdma__bell_ring(&e->bell);   /* shm: the peer moves it only while awake */
-	return 0;
+	return done ? RPCRDMA__POSTED_DONE : 0;
 }
 
 int rpcrdma__fab_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
