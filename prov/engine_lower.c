@@ -9,7 +9,7 @@ static int lo_mr_reg(void *ctx, void *addr, size_t len, unsigned acc, struct rpc
 {
 	struct rpcrdma_ep *ep = ctx;
 
-	return rpcrdma_mr_reg(ep->prov, addr, len, acc, out);
+	return rpcrdma_ep_mr_reg(ep, addr, len, acc, out);
 }
 
 static int lo_mr_dereg(void *ctx, struct rpcrdma_mr *mr)

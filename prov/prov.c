@@ -225,19 +225,52 @@ void rpcrdma_ep_close(struct rpcrdma_ep *ep)
 	ep->prov->ops->ep_close(ep);
 }
 
+static int access_ok(unsigned access)
+{
+	return !(access & ~(unsigned)(RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE |
+				      RPCRDMA_ACC_READ_SINK));
+}
+
 int rpcrdma_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len, unsigned access,
 		   struct rpcrdma_mr **out)
 {
 	int rc;
 
-	if (!p || !addr || !len || !out ||
-	    (access & ~(unsigned)(RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE |
-				  RPCRDMA_ACC_READ_SINK)))
+	if (!p || !addr || !len || !out || !access_ok(access))
 		return -RPCRDMA_ERR_INVAL;
 	rc = p->ops->mr_reg(p, addr, len, access, out);
 	if (!rc)
 		rpcrdma__cap_mr_add(*out);
 	return rc;
+}
+
+int rpcrdma_ep_mr_reg(struct rpcrdma_ep *ep, void *addr, size_t len, unsigned access,
+		      struct rpcrdma_mr **out)
+{
+	int rc;
+
+	if (!ep || !ep->prov->ops->ep_mr_reg)
+		return rpcrdma_mr_reg(ep ? ep->prov : NULL, addr, len, access, out);
+	if (!addr || !len || !out || !access_ok(access))
+		return -RPCRDMA_ERR_INVAL;
+	rc = ep->prov->ops->ep_mr_reg(ep, addr, len, access, out);
+	if (!rc)
+		rpcrdma__cap_mr_add(*out);
+	return rc;
+}
+
+int rpcrdma_mem_add(struct rpcrdma_prov *p, void *addr, size_t len)
+{
+	if (!p || !addr || !len)
+		return -RPCRDMA_ERR_INVAL;
+	return p->ops->mem_add ? p->ops->mem_add(p, addr, len) : 0;
+}
+
+int rpcrdma_mem_remove(struct rpcrdma_prov *p, void *addr)
+{
+	if (!p || !addr)
+		return -RPCRDMA_ERR_INVAL;
+	return p->ops->mem_remove ? p->ops->mem_remove(p, addr) : 0;
 }
 
 int rpcrdma_mr_dereg(struct rpcrdma_mr *mr)

@@ -53,6 +53,12 @@ struct rpcrdma_prov_ops {
 	 * consumes the request whatever it returns, finish leaves the endpoint to close */
 	int (*accept_prepare)(struct rpcrdma_connreq *r, struct rpcrdma_ep **out);
 	int (*accept_finish)(struct rpcrdma_ep *ep, const void *pdata, size_t len, int timeout_ms);
+	/* optional, all three or none: long-lived memory (rpcrdma_mem_add), and registration
+	 * for one endpoint, which may bind a window there; mr_dereg releases either */
+	int (*mem_add)(struct rpcrdma_prov *p, void *addr, size_t len);
+	int (*mem_remove)(struct rpcrdma_prov *p, void *addr);
+	int (*ep_mr_reg)(struct rpcrdma_ep *ep, void *addr, size_t len, unsigned access,
+			 struct rpcrdma_mr **out);
 };
 
 /* Every implementation's objects start with these. */

@@ -76,7 +76,8 @@ struct rpcrdma_prov_caps {
 	uint32_t rma_by_copy;       /* 1: RMA data goes through a socket the CPU copies into
 				     * (libfabric tcp): a copy of ours costs less than waiting
 				     * for the completion of a Write from the caller's memory */
-	uint32_t reserved32;
+	uint32_t mem_windows;       /* 1: chunks inside long-lived memory (rpcrdma_mem_add)
+				     * are exposed through memory windows, not registrations */
 	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
 };
 
@@ -151,6 +152,29 @@ RPCRDMA_API void rpcrdma_ep_close(struct rpcrdma_ep *ep);
 RPCRDMA_API int rpcrdma_mr_reg(struct rpcrdma_prov *p, void *addr, size_t len,
 			       unsigned access, struct rpcrdma_mr **out);
 RPCRDMA_API int rpcrdma_mr_dereg(struct rpcrdma_mr *mr);
+
+/* Long-lived memory (a pool of buffers, a cache's pages), added once so that chunks
+ * inside it cost no registration each: on verbs, with a device that has type 2 memory
+ * windows (caps.mem_windows; not soft-RoCE unless RPCRDMA_VERBS_WINDOWS=1, as its driver
+ * does not hold an access to the window's bytes), rpcrdma_ep_mr_reg() binds a window over exactly the chunk's bytes with exactly
+ * its rights, and rpcrdma_mr_dereg() invalidates it and waits until that is done (RFC
+ * 5666 §2, RFC 5042: nothing stays exposed after its RPC); local-only chunks cost
+ * nothing. The region itself is registered for local access and window binding only: the
+ * peer reaches none of it but through a window. It must stay mapped and writable until
+ * rpcrdma_mem_remove(), which returns -RPCRDMA_ERR_AGAIN while a registration inside it
+ * lives. Regions may not overlap; at most 16 per provider handle (-RPCRDMA_ERR_NOSPC).
+ * Providers whose registrations cost little (libfabric's) take it and change nothing: 0.
+ * docs/PROVIDERS.md, "Registration". */
+RPCRDMA_API int rpcrdma_mem_add(struct rpcrdma_prov *p, void *addr, size_t len);
+RPCRDMA_API int rpcrdma_mem_remove(struct rpcrdma_prov *p, void *addr);
+/* As rpcrdma_mr_reg(), for use on this endpoint only; inside memory added with
+ * rpcrdma_mem_add(), a window (verbs) or the region's own registration (local access).
+ * Elsewhere, or with no window to be had (the device has none, the endpoint's queue of
+ * binds is full), a registration of its own as rpcrdma_mr_reg() makes. Released with
+ * rpcrdma_mr_dereg(), before or after the endpoint is closed (closing it destroys its
+ * windows). The engine registers every chunk this way. */
+RPCRDMA_API int rpcrdma_ep_mr_reg(struct rpcrdma_ep *ep, void *addr, size_t len,
+				  unsigned access, struct rpcrdma_mr **out);
 
 /* ---- data ---- */
 

@@ -17,6 +17,14 @@
  *   enters the error state, completion channels with armed notification, and a connected
  *   queue pair's minimum RNR timer (counted, not timed: fake_rdma_rnr_timer()). Reads of
  *   CM channels are counted (fake_rdma_cm_reads()).
+ * - Type 2 memory windows (none with FAKE_RDMA_NO_MW=1): bound by a work request over a
+ *   registration that allows binding, with the rules the verbs specification sets (the
+ *   window unbound, the range inside the registration, remote write only over local
+ *   write, the key's index kept); reachable only from the peer of the queue pair it is
+ *   bound on, with its rights and range; gone with a local invalidation, or with that
+ *   queue pair. Binds and registrations are counted (fake_rdma_counts()); with
+ *   FAKE_RDMA_MW_REFUSE=1 every bind fails, as on a device that advertises windows it
+ *   cannot bind.
  *
  * Everything completes at once, under one lock. What the provider handed to the CM is
  * kept for the test to read: fake_rdma_last_pdata(). Not a model of timing, congestion,
@@ -38,6 +46,7 @@
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
 #define MAX_MRS 4096
+#define MAX_MWS 4096
 #define CQ_CAP 8192
 #define RQ_CAP 4096
 
@@ -83,6 +92,8 @@ static int f_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 static int f_req_notify(struct ibv_cq *cq, int solicited);
 static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int f_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+static struct ibv_mw *f_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+static int f_dealloc_mw(struct ibv_mw *mw);
 
 static struct ibv_context *the_ctx(void)
 {
@@ -98,6 +109,8 @@ static struct ibv_context *the_ctx(void)
 		ctx.ops.req_notify_cq = f_req_notify;
 		ctx.ops.post_send = f_post_send;
 		ctx.ops.post_recv = f_post_recv;
+		ctx.ops.alloc_mw = f_alloc_mw;
+		ctx.ops.dealloc_mw = f_dealloc_mw;
 		ctx_ready = 1;
 	}
 	return &ctx;
@@ -134,6 +147,8 @@ FAKE_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *
 	a->max_sge = 30;
 	a->max_qp_rd_atom = 16;
 	a->max_qp_init_rd_atom = 16;
+	if (!getenv("FAKE_RDMA_NO_MW") || *getenv("FAKE_RDMA_NO_MW") != '1')
+		a->device_cap_flags = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	return 0;
 }
 
@@ -156,6 +171,18 @@ FAKE_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 
 static struct ibv_mr *mrs[MAX_MRS];
 static uint32_t next_key = 0x1000;
+static unsigned regs_made, binds_made;
+
+/* Registrations (ibv_reg_mr) and window binds made so far. */
+FAKE_EXPORT void fake_rdma_counts(unsigned *regs, unsigned *binds);
+
+FAKE_EXPORT void fake_rdma_counts(unsigned *regs, unsigned *binds)
+{
+	pthread_mutex_lock(&big);
+	*regs = regs_made;
+	*binds = binds_made;
+	pthread_mutex_unlock(&big);
+}
 
 /* Whether the process may write at addr (its mapping in /proc/self/maps says "w"). */
 static int writable(const void *addr)
@@ -212,6 +239,7 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, unsigned ac
 	m->lkey = m->rkey = (next_key += 0x101);
 	m->handle = access;   /* the rights, for the checks below */
 	mrs[i] = m;
+	regs_made++;
 	pthread_mutex_unlock(&big);
 	return m;
 }
@@ -261,6 +289,129 @@ static struct ibv_mr *mr_check(uint32_t key, uint64_t addr, uint64_t len, unsign
 		}
 	}
 	return NULL;
+}
+
+/* ---- memory windows (type 2) ---- */
+
+struct fqp;
+
+struct fmw {
+	struct ibv_mw mw;     /* first; rkey: the slot's index above a key byte */
+	int bound;
+	struct fqp *qp;       /* bound on this queue pair: only its peer reaches it */
+	uint64_t addr, len;
+	unsigned rights;
+};
+
+static struct fmw *mws[MAX_MWS];
+
+static struct ibv_mw *f_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct fmw *w;
+	int i;
+
+	if (type != IBV_MW_TYPE_2) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&big);
+	for (i = 0; i < MAX_MWS && mws[i]; i++)
+		;
+	if (i == MAX_MWS) {
+		pthread_mutex_unlock(&big);
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->mw.context = pd->context;
+	w->mw.pd = pd;
+	w->mw.type = type;
+	w->mw.rkey = (uint32_t)(i + 1) << 8 | 0x5a;
+	mws[i] = w;
+	pthread_mutex_unlock(&big);
+	return &w->mw;
+}
+
+static int f_dealloc_mw(struct ibv_mw *mw)
+{
+	pthread_mutex_lock(&big);
+	mws[(mw->rkey >> 8) - 1] = NULL;
+	pthread_mutex_unlock(&big);
+	free(mw);
+	return 0;
+}
+
+/* The window the key names (any key byte); NULL if none (the caller holds the lock). */
+static struct fmw *mw_of(uint32_t key)
+{
+	uint32_t i = key >> 8;
+
+	return i >= 1 && i <= MAX_MWS ? mws[i - 1] : NULL;
+}
+
+/* Whether the window key names, bound on target with this key, covers the bytes with
+ * the right. */
+static int mw_check(uint32_t key, uint64_t addr, uint64_t len, unsigned right,
+		    const struct fqp *target)
+{
+	struct fmw *w = mw_of(key);
+
+	return w && w->bound && w->mw.rkey == key && w->qp == target && addr >= w->addr &&
+	       addr + len >= addr && addr + len <= w->addr + w->len && (w->rights & right) == right;
+}
+
+/* The checks a device makes on a bind (verbs specification C10-72..75, o10-36.2.2);
+ * 0 when the window is bound. */
+static int mw_bind(struct fqp *q, const struct ibv_send_wr *wr)
+{
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+	struct fmw *w = mw_of(wr->bind_mw.mw->rkey);
+	uint64_t lo = b->mr ? (uint64_t)(uintptr_t)b->mr->addr : 0;
+	unsigned mra = b->mr ? b->mr->handle : 0;
+	const char *refuse = getenv("FAKE_RDMA_MW_REFUSE");   /* a device that fails binds */
+
+	if ((refuse && *refuse == '1') || !w || &w->mw != wr->bind_mw.mw || w->mw.rkey != wr->bind_mw.mw->rkey || w->bound ||
+	    (wr->bind_mw.rkey >> 8) != (w->mw.rkey >> 8) || !b->mr || !b->length ||
+	    !(mra & IBV_ACCESS_MW_BIND) ||
+	    ((b->mw_access_flags & IBV_ACCESS_REMOTE_WRITE) && !(mra & IBV_ACCESS_LOCAL_WRITE)) ||
+	    b->addr < lo || b->addr + b->length > lo + b->mr->length)
+		return -1;
+	w->bound = 1;
+	w->qp = q;
+	w->addr = b->addr;
+	w->len = b->length;
+	w->rights = b->mw_access_flags;
+	w->mw.rkey = wr->bind_mw.rkey;
+	binds_made++;
+	return 0;
+}
+
+static int mw_invalidate(struct fqp *q, uint32_t key)
+{
+	struct fmw *w = mw_of(key);
+
+	if (!w || !w->bound || w->mw.rkey != key || w->qp != q)
+		return -1;
+	w->bound = 0;
+	w->qp = NULL;
+	return 0;
+}
+
+/* A destroyed queue pair's windows are reachable no more. */
+static void mw_forget_qp(const struct fqp *q)
+{
+	int i;
+
+	for (i = 0; i < MAX_MWS; i++)
+		if (mws[i] && mws[i]->qp == q) {
+			mws[i]->bound = 0;
+			mws[i]->qp = NULL;
+		}
 }
 
 /* ---- completion queues and channels ---- */
@@ -744,6 +895,7 @@ FAKE_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	}
 	id->qp = NULL;
 	q->id = NULL;
+	mw_forget_qp(q);
 	pthread_mutex_unlock(&big);
 	free(q);
 }
@@ -835,15 +987,17 @@ static void do_send(struct fqp *q, struct fqp *p, const struct ibv_send_wr *wr)
 }
 
 /* RDMA Read/Write: one remote segment, the local pieces in order. */
-static int do_rma(const struct ibv_send_wr *wr)
+static int do_rma(const struct ibv_send_wr *wr, const struct fqp *target)
 {
 	int write = wr->opcode == IBV_WR_RDMA_WRITE;
 	uint32_t len = sge_total(wr->sg_list, wr->num_sge), off = 0;
 	uint8_t *remote;
 	int i;
 
-	if (!mr_check(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-		      write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ))
+	unsigned right = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+
+	if (!mr_check(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len, right) &&
+	    !mw_check(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len, right, target))
 		return 0;
 	remote = (uint8_t *)(uintptr_t)wr->wr.rdma.remote_addr;
 	for (i = 0; i < wr->num_sge; i++) {
@@ -858,6 +1012,24 @@ static int do_rma(const struct ibv_send_wr *wr)
 	return 1;
 }
 
+/* A bind or a local invalidation: done at once, no peer involved; a broken rule is an
+ * error completion and the queue pair in error, as on a device. */
+static void window_op(struct fqp *q, const struct ibv_send_wr *wr)
+{
+	int bind = wr->opcode == IBV_WR_BIND_MW;
+	int rc = bind ? mw_bind(q, wr) : mw_invalidate(q, wr->invalidate_rkey);
+
+	if (rc) {
+		cq_push(q->qp.send_cq, wr->wr_id, bind ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_PROT_ERR,
+			bind ? IBV_WC_BIND_MW : IBV_WC_LOCAL_INV, 0, q->qp.qp_num);
+		qp_error(q);
+		qp_error(peer_qp(q));
+		return;
+	}
+	cq_push(q->qp.send_cq, wr->wr_id, IBV_WC_SUCCESS, bind ? IBV_WC_BIND_MW : IBV_WC_LOCAL_INV,
+		0, q->qp.qp_num);
+}
+
 static void send_one(struct fqp *q, const struct ibv_send_wr *wr)
 {
 	struct fqp *p = peer_qp(q);
@@ -870,6 +1042,10 @@ static void send_one(struct fqp *q, const struct ibv_send_wr *wr)
 
 	if (q->err) {
 		cq_push(q->qp.send_cq, wr->wr_id, IBV_WC_WR_FLUSH_ERR, op, 0, q->qp.qp_num);
+		return;
+	}
+	if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV) {
+		window_op(q, wr);
 		return;
 	}
 	if (!lkeys_ok(wr->sg_list, wr->num_sge, lright)) {
@@ -893,7 +1069,7 @@ static void send_one(struct fqp *q, const struct ibv_send_wr *wr)
 	}
 	if (wr->opcode == IBV_WR_SEND) {
 		do_send(q, p, wr);
-	} else if (do_rma(wr)) {
+	} else if (do_rma(wr, p)) {
 		cq_push(q->qp.send_cq, wr->wr_id, IBV_WC_SUCCESS, op,
 			sge_total(wr->sg_list, wr->num_sge), q->qp.qp_num);
 	} else {
