@@ -1555,6 +1555,13 @@ static bool_t rdma_control(CLIENT *cl, u_int req, void *info)
 		next_bufs_copy = *(const struct rpcrdma_ddp_bufs *)info;
 		next_bufs_set = 1;
 		break;
+	case RPCRDMA_CLSET_MEM_ADD:
+		ok = rpcrdma_mem_add(ct->p, ((const struct rpcrdma_mem *)info)->addr,
+				     ((const struct rpcrdma_mem *)info)->len) == 0;
+		break;
+	case RPCRDMA_CLSET_MEM_REMOVE:
+		ok = rpcrdma_mem_remove(ct->p, ((const struct rpcrdma_mem *)info)->addr) == 0;
+		break;
 	case RPCRDMA_CLGET_STATS:
 		if (ct->eng)
 			rpcrdma_eng_stats(ct->eng, info);

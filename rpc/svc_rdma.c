@@ -1778,6 +1778,20 @@ int rpcrdma_svc_totals(SVCXPRT *listener, struct rpcrdma_eng_stats *out)
 	return 0;
 }
 
+int rpcrdma_svc_mem_add(SVCXPRT *listener, void *addr, size_t len)
+{
+	if (!listener || listener->xp_ops != &lst_ops)
+		return -RPCRDMA_ERR_INVAL;
+	return rpcrdma_mem_add(((struct srv *)listener->xp_p1)->p, addr, len);
+}
+
+int rpcrdma_svc_mem_remove(SVCXPRT *listener, void *addr)
+{
+	if (!listener || listener->xp_ops != &lst_ops)
+		return -RPCRDMA_ERR_INVAL;
+	return rpcrdma_mem_remove(((struct srv *)listener->xp_p1)->p, addr);
+}
+
 uint32_t rpcrdma_svc_getxid(SVCXPRT *xprt)
 {
 	struct sconn *c;

@@ -71,6 +71,21 @@ RPCRDMA_API const char *rpcrdma_create_errtext(void);
 #define RPCRDMA_CLGET_CCP      0x7203  /* struct rpcrdma_ccp_res *: what CONF_RDMA gave */
 #define RPCRDMA_CLGET_CONNECTS 0x7204  /* uint64_t *: connections made so far (1 + the
 					  reconnections) */
+#define RPCRDMA_CLSET_MEM_ADD  0x7205  /* struct rpcrdma_mem *: long-lived memory of the
+					  caller's (rpcrdma_mem_add()): arguments and result
+					  buffers inside it need no registration per call */
+#define RPCRDMA_CLSET_MEM_REMOVE 0x7206 /* struct rpcrdma_mem * (len unused): FALSE while
+					  a call still uses it */
+
+/* Memory for RPCRDMA_CLSET_MEM_ADD and rpcrdma_svc_mem_add(): it must stay mapped and
+ * writable until removed (or the client destroyed, the listener closed). On verbs with a
+ * device that has memory windows (caps.mem_windows), a chunk inside it is exposed through
+ * a window bound for that call only; local-only uses cost nothing; elsewhere nothing
+ * changes. docs/RPC.md, "Long-lived memory". */
+struct rpcrdma_mem {
+	void *addr;
+	size_t len;
+};
 
 /* Caller buffers for the DDP-eligible results of one call, in result order: the data
  * lands there directly (RDMA Write) and xdr_rdma_ddp_bytes() hands it to the result
@@ -196,6 +211,11 @@ RPCRDMA_API int rpcrdma_svc_conns(SVCXPRT *listener, rpcrdma_svc_conn_fn fn, voi
  * transport): what a duplicate request cache needs, since a client sends a call again
  * with the same XID after a reconnection (RFC 8166 §4.5). */
 RPCRDMA_API uint32_t rpcrdma_svc_getxid(SVCXPRT *xprt);
+/* Long-lived memory of the server's (struct rpcrdma_mem): results placed from inside
+ * it (RDMA Write sources) and chunks of its need no registration per reply. Returns 0 or
+ * a negative RPCRDMA_ERR_* (rpcrdma_mem_add(), rpcrdma_mem_remove()). */
+RPCRDMA_API int rpcrdma_svc_mem_add(SVCXPRT *listener, void *addr, size_t len);
+RPCRDMA_API int rpcrdma_svc_mem_remove(SVCXPRT *listener, void *addr);
 /* The duplicate request cache of a listener (rpcrdma_svc_opts.drc_entries). */
 struct rpcrdma_svc_drc_stats {
 	uint64_t replayed;   /* calls sent again, answered with the kept reply */

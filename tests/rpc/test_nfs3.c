@@ -3,6 +3,7 @@
  * SYMLINK through rpcgen (-M) stubs over RDMA, in one process (server on worker threads).
  * Usage: test_nfs3 tcp|shm [HOST] (HOST: an address or name to listen on and connect to,
  * default $RPCRDMA_TEST_HOST or 127.0.0.1; "::1" runs it over IPv6) */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +267,61 @@ static void test_read_into_buffer(void)
 	free(buf);
 }
 
+/* Long-lived memory (RPCRDMA_CLSET_MEM_ADD): a WRITE's data and a READ's buffer inside
+ * it move byte for byte; against the stand-in for rdma-core, the client's two chunks are
+ * memory windows (two binds, no registration: the two registrations counted are the
+ * server's, its Read sink and its reply's source), and the memory can be removed once the
+ * calls are done. Elsewhere the same calls, registered as usual. */
+static void test_long_lived_memory(void)
+{
+	enum { LEN = 1 << 20 };
+	void (*counts)(unsigned *regs, unsigned *binds);
+	const char *no_mw = getenv("FAKE_RDMA_NO_MW");
+	struct rpcrdma_mem m = { NULL, 2 * LEN };
+	struct rpcrdma_ddp_bufs b = { 1, { { NULL, LEN } } };
+	WRITE3args w;
+	WRITE3res wr;
+	READ3args ra = { file_fh, 0, LEN };
+	READ3res rr;
+	unsigned r0 = 0, b0 = 0, r1 = 0, b1 = 0;
+	char *data;
+	int i;
+
+	*(void **)&counts = dlsym(RTLD_DEFAULT, "fake_rdma_counts");
+	if (posix_memalign(&m.addr, 4096, m.len))
+		abort();
+	data = m.addr;
+	b.buf[0].data = data + LEN;
+	for (i = 0; i < LEN; i++)
+		data[i] = (char)(i * 13 + (i >> 10));
+	CHECK(clnt_control(cl, RPCRDMA_CLSET_MEM_ADD, (char *)&m));
+	memset(&w, 0, sizeof(w));
+	memset(&wr, 0, sizeof(wr));
+	w.file = file_fh;
+	w.count = w.data.data_len = LEN;
+	w.stable = FILE_SYNC;
+	w.data.data_val = data;
+	if (counts)
+		counts(&r0, &b0);
+	CHECK(nfsproc3_write_3(&w, &wr, cl) == RPC_SUCCESS && wr.status == NFS3_OK);
+	CHECK(clnt_control(cl, RPCRDMA_CLSET_DDP_BUFS, (char *)&b));
+	memset(&rr, 0, sizeof(rr));
+	CHECK(nfsproc3_read_3(&ra, &rr, cl) == RPC_SUCCESS && rr.status == NFS3_OK);
+	CHECK(rr.READ3res_u.resok.data.data_val == data + LEN);
+	CHECK(rr.READ3res_u.resok.data.data_len == LEN && !memcmp(data + LEN, data, LEN));
+	if (counts) {
+		int mw = !(no_mw && *no_mw == '1');
+
+		counts(&r1, &b1);
+		CHECK_EQ_U(b1 - b0, mw ? 2 : 0);
+		CHECK_EQ_U(r1 - r0, mw ? 2 : 4);
+	}
+	rr.READ3res_u.resok.data.data_val = NULL;
+	xdr_free((xdrproc_t)xdr_READ3res, (char *)&rr);
+	CHECK(clnt_control(cl, RPCRDMA_CLSET_MEM_REMOVE, (char *)&m));
+	free(m.addr);
+}
+
 static void test_symlink_readlink(void)
 {
 	struct rpcrdma_eng_stats s0, s1;
@@ -381,6 +437,7 @@ int main(int argc, char **argv)
 	}
 	RUN(test_write_read);
 	RUN(test_read_into_buffer);
+	RUN(test_long_lived_memory);
 	RUN(test_symlink_readlink);
 	RUN(test_errors);
 	RUN(test_same_xdr_off_rdma);
