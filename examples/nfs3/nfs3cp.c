@@ -523,24 +523,34 @@ static int read_finish(struct nfs *n, struct slot *s, int fd, const char *name, 
 	return rc;
 }
 
-static struct slot *slots_new(uint32_t depth, uint32_t chunk)
+/* The slots' buffers are one block, handed to the client as long-lived memory: over
+ * verbs each READ's write chunk and each WRITE's read chunk is then a memory window bound
+ * for that call, not a registration of its own (docs/RPC.md, "Long-lived memory"). Where
+ * it cannot be added, calls register as without. */
+static struct slot *slots_new(struct nfs *n, uint32_t depth, uint32_t chunk)
 {
 	struct slot *s = calloc(depth, sizeof(*s));
+	struct rpcrdma_mem m = { NULL, (size_t)depth * chunk };
 	uint32_t i;
 
-	for (i = 0; s && i < depth; i++) {
-		if (posix_memalign((void **)&s[i].buf, 4096, chunk))
-			return NULL;
+	if (!s || posix_memalign(&m.addr, 4096, m.len)) {
+		free(s);
+		return NULL;
 	}
+	for (i = 0; i < depth; i++)
+		s[i].buf = (char *)m.addr + (size_t)i * chunk;
+	clnt_control(n->cl, RPCRDMA_CLSET_MEM_ADD, (char *)&m);
 	return s;
 }
 
-static void slots_free(struct slot *s, uint32_t depth)
+static void slots_free(struct nfs *n, struct slot *s)
 {
-	uint32_t i;
+	struct rpcrdma_mem m = { s ? s[0].buf : NULL, 0 };
 
-	for (i = 0; s && i < depth; i++)
-		free(s[i].buf);
+	if (!s)
+		return;
+	clnt_control(n->cl, RPCRDMA_CLSET_MEM_REMOVE, (char *)&m);
+	free(s[0].buf);
 	free(s);
 }
 
@@ -583,7 +593,7 @@ static int copy_from(struct nfs *n, const char *path, const char *local, const s
 		failf("%s: %s", local, strerror(errno));
 		goto out_free;
 	}
-	s = slots_new(o->depth, chunk);
+	s = slots_new(n, o->depth, chunk);
 	if (!s) {
 		failf("out of memory");
 		goto out_close;
@@ -637,7 +647,7 @@ static int copy_from(struct nfs *n, const char *path, const char *local, const s
 	rc = 0;
 out_drain:
 	slots_drain(n, s, o->depth, (xdrproc_t)xdr_READ3res);
-	slots_free(s, o->depth);
+	slots_free(n, s);
 out_close:
 	if (close(fd) && !rc)
 		rc = failf("%s: %s", local, strerror(errno));
@@ -824,7 +834,7 @@ static int copy_to(struct nfs *n, const char *local, const char *path, const str
 	}
 	if (open_target(n, path, &fh))
 		goto out_close;
-	s = slots_new(o->depth, chunk);
+	s = slots_new(n, o->depth, chunk);
 	if (!s) {
 		failf("out of memory");
 		goto out_close;
@@ -846,7 +856,7 @@ static int copy_to(struct nfs *n, const char *local, const char *path, const str
 	if (!rc && !o->quiet)
 		printf("wrote %llu bytes to %s:%s (WRITE of %u bytes, %u in flight, COMMIT)\n",
 		       (unsigned long long)st.st_size, n->host, path, chunk, o->depth);
-	slots_free(s, o->depth);
+	slots_free(n, s);
 out_close:
 	if (fd >= 0)
 		close(fd);

@@ -12,6 +12,8 @@
 #   bench    figures, ratios within one run (only when named): rpcrdma perf against
 #            perftest, bench_prov on rxe0 with and without a registration per call, the
 #            nfs2 workload over verbs against TCP, nfs3cp against the kernel's client
+#   windows  figures (only when named): perf with a registration per call against
+#            --prereg (memory windows), in turns
 # The dummy device's address (TEST-NET-1) exists only inside this VM, which has no NIC.
 set -u
 . /vmout/env.sh
@@ -20,7 +22,7 @@ exec >/vmout/guest.log 2>&1
 
 all="stack device cli nfs3cp nfs3d"
 suites=${VM_SUITES:-$all}
-all="$all bench"   # figures: run only when named
+all="$all bench windows"   # figures: run only when named
 dev_up || { echo "vm: /dev/shm or /dev/fd could not be made"; exit 99; }
 rxe_up || { echo "vm: soft-RoCE did not come up"; exit 99; }
 passed=0

@@ -51,6 +51,7 @@ struct cfg {
 	const char *pcap;
 	uint32_t snaplen;
 	const char *svg;   /* --svg FILE */
+	int prereg;        /* --prereg: buffers added as long-lived memory, both sides */
 };
 
 #define MAX_SVG_ROWS 256
@@ -479,6 +480,28 @@ static void *async_loop(void *arg)
 	return NULL;
 }
 
+/* --prereg: WRITE's data and, for READ, one block holding every slot's result buffer
+ * (returned, len bytes) added to each client as long-lived memory: chunks inside them
+ * get memory windows instead of registrations (verbs). A provider that cannot says so
+ * once, and the calls register as without. */
+static char *prereg(const struct cfg *c, CLIENT **cls, int n, size_t len)
+{
+	static int warned;
+	char *arena = len ? malloc(len) : NULL;
+	struct rpcrdma_mem w = { wdata, PS_MAX }, a = { arena, len };
+	int i, ok = 1;
+
+	for (i = 0; i < n; i++) {
+		ok &= clnt_control(cls[i], RPCRDMA_CLSET_MEM_ADD, (char *)&w);
+		if (arena)
+			ok &= clnt_control(cls[i], RPCRDMA_CLSET_MEM_ADD, (char *)&a);
+	}
+	if ((!ok || (len && !arena)) && !warned++)
+		fprintf(text_out(c), "perf: --prereg: could not add long-lived memory (locked "
+			"memory: ulimit -l); registering per call\n");
+	return arena;
+}
+
 /* Run op/size/depth over RDMA (provider) or ONC RPC/TCP (provider NULL), on c->parallel
  * connections at once: over RDMA each carries depth asynchronous calls (one thread per
  * connection); libtirpc has none, so there each call in flight is a thread with a
@@ -496,6 +519,7 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 	pthread_t rth;
 	int reporting = 0;
 	double t0, cpu0, end;
+	char *arena = NULL;
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->transport, sizeof(r->transport), "%s/%s", provider ? "rdma" : "tirpc",
@@ -525,6 +549,8 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 			return -1;
 		}
 	}
+	if (provider && c->prereg)
+		arena = prereg(c, cls, nclients, op == OP_READ ? (size_t)nslots * size : 0);
 	/* warm up each connection (and a server that was idle) before timing */
 	for (i = 0; i < nclients; i++) {
 		struct slot w = { .c = c, .cl = cls[i], .op = OP_NULL, .end = now_s() + 0.05 };
@@ -544,7 +570,7 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 		sl[i].cap = 4000000 / (uint64_t)nslots + 16;
 		sl[i].lat = malloc(sizeof(double) * sl[i].cap);
 		if (provider && op == OP_READ)
-			sl[i].buf = malloc(size ? size : 1);
+			sl[i].buf = arena ? arena + (size_t)i * size : malloc(size ? size : 1);
 	}
 	if (c->interval > 0) {
 		rep = (struct reporter){ c, r, sl, nslots, t0, end };
@@ -575,12 +601,14 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 		clnt_destroy(cls[i]);
 	for (i = 0; i < nslots; i++) {
 		free(sl[i].lat);
-		free(sl[i].buf);
+		if (!arena)
+			free(sl[i].buf);
 	}
 	free(sl);
 	free(th);
 	free(cls);
 	free(runs);
+	free(arena);
 	return 0;
 }
 
@@ -1046,7 +1074,7 @@ static void usage(FILE *f)
 	fputs("usage: rpcrdma perf [HOST[:PORT]] [--provider NAME] [--tcp-port PORT] [--seconds S]\n"
 	      "                    [--ops null,read,write,echo] [--sizes 0,4k,64k,1m] [--depths 1,32]\n"
 	      "                    [--compare] [--check] [--json | --json-lines | --csv] [--svg FILE]\n"
-	      "                    [-P N] [-i SECONDS] [--busy N] [--idle N]\n"
+	      "                    [-P N] [-i SECONDS] [--busy N] [--idle N] [--prereg]\n"
 	      "                    [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Calls/s, MB/s, p50/p99 latency and CPU seconds per GB (client + the server it\n"
 	      "started) for each operation x size x calls in flight, each figure measured for\n"
@@ -1070,6 +1098,10 @@ static void usage(FILE *f)
 	      "every interval, as iperf3 reports (JSON: {\"interval\":...} objects).\n"
 	      "-P N (--parallel): N connections at once, each with the depth's calls in flight\n"
 	      "(ONC RPC/TCP: depth x N connections of one call each).\n"
+	      "--prereg: the client's buffers (WRITE's data, READ's result buffers) and the\n"
+	      "server's READ data (when perf starts it; else `serve --prereg`) are long-lived\n"
+	      "memory: over verbs each chunk is a memory window bound for its call, with no\n"
+	      "registration per call (docs/RPC.md, \"Long-lived memory\").\n"
 	      "--csv: a header and a row per figure on stdout (ratios, raw ceiling, idle\n"
 	      "figures and the summary as text on stderr).\n"
 	      PS_PCAP_USAGE
@@ -1088,7 +1120,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 		{ "csv", no_argument, 0, 'V' }, { "parallel", required_argument, 0, 'P' },
 		{ "interval", required_argument, 0, 'i' },
 		{ "busy", required_argument, 0, 'B' }, { "idle", required_argument, 0, 'I' },
-		PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
+		{ "prereg", no_argument, 0, 'R' }, PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
 	uint32_t d[8];
@@ -1135,6 +1167,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 			break;
 		case 'C': c->compare = 1; break;
 		case 'k': c->check = 1; break;
+		case 'R': c->prereg = ps_prereg = 1; break;
 		case 'j': c->json = 1; break;
 		case 'V': c->csv = 1; break;
 		case 'i':

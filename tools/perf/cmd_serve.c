@@ -197,7 +197,7 @@ static void *rdma_workers(void *arg)
 static void usage(FILE *f)
 {
 	fputs("usage: rpcrdma serve [--provider tcp|shm|verbs|NAME] [--listen HOST:PORT]\n"
-	      "                     [--threads N] [--tcp PORT] [--callback] [--no-drc]\n"
+	      "                     [--threads N] [--tcp PORT] [--callback] [--no-drc] [--prereg]\n"
 	      "                     [--json | --json-lines] [--pcap FILE [--pcap-snaplen N]]\n"
 	      "Serves the built-in test program (NULL, ECHO, READ by write chunk, WRITE by read\n"
 	      "chunk; long calls and replies) over RPC-over-RDMA; --tcp also over ONC RPC/TCP.\n"
@@ -208,6 +208,8 @@ static void usage(FILE *f)
 	      "dispatched off the progress thread, which completes the backward calls.\n"
 	      "--no-drc: no duplicate request cache (a call a client sends again after a\n"
 	      "lost connection runs again; by default it gets the first one's reply).\n"
+	      "--prereg: READ's data (64 MiB, made at start) is long-lived memory, registered\n"
+	      "once: no registration per reply (verbs; docs/RPC.md, \"Long-lived memory\").\n"
 	      "Port 20049 unless given (0: any). Statistics on SIGUSR1 and at exit (SIGINT,\n"
 	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready. --json-lines: that\n"
 	      "and each report as a JSON object on a line of its own, as they come; --json: one\n"
@@ -221,7 +223,7 @@ int cmd_serve(int argc, char **argv)
 		{ "provider", required_argument, 0, 'p' }, { "listen", required_argument, 0, 'l' },
 		{ "threads", required_argument, 0, 't' }, { "tcp", required_argument, 0, 'T' },
 		{ "json", no_argument, 0, 'j' }, { "callback", no_argument, 0, 'C' },
-		{ "no-drc", no_argument, 0, 'D' }, PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "no-drc", no_argument, 0, 'D' }, { "prereg", no_argument, 0, 'R' }, PS_PCAP_OPTIONS, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	const char *provider = "tcp", *pcap = NULL;
 	char host[256] = "";
@@ -237,6 +239,7 @@ int cmd_serve(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'C': ps_callbacks_enabled = 1; break;
 		case 'D': ps_drc_off = 1; break;
+		case 'R': ps_prereg = 1; break;
 		case 'p': provider = optarg; break;
 		case 'l':
 			if (ps_parse_addr("serve", optarg, host, sizeof(host), &port,

@@ -96,6 +96,7 @@ bool_t ps_write_1_svc(ps_write_args *a, u_int *r, struct svc_req *rq)
  * thread, never the progress thread (`serve --callback`). */
 int ps_callbacks_enabled;
 int ps_drc_off;
+int ps_prereg;
 
 bool_t ps_callback_1_svc(ps_callback_args *a, u_int *r, struct svc_req *rq)
 {
@@ -292,6 +293,11 @@ SVCXPRT *ps_serve(const char *provider, const char *host, uint16_t port, int tcp
 	}
 	if (!svc_register(x, PERF_PROG, PERF_V1, perf_prog_1, 0)) {
 		snprintf(serve_err, sizeof(serve_err), "cannot register the program");
+		return NULL;
+	}
+	if (ps_prereg && (ensure_pattern(PS_MAX) || rpcrdma_svc_mem_add(x, pattern, PS_MAX))) {
+		snprintf(serve_err, sizeof(serve_err), "--prereg: cannot add %u bytes of long-lived "
+			 "memory (locked memory: ulimit -l)", PS_MAX);
 		return NULL;
 	}
 	*rdma_port = svc_rdma_port(x);

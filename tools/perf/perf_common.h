@@ -78,6 +78,9 @@ void ps_explain_create_error(const char *cmd, const char *provider, const char *
 extern int ps_callbacks_enabled;
 /* serve --no-drc: listeners without a duplicate request cache. */
 extern int ps_drc_off;
+/* --prereg: the server's READ data (64 MiB made at start) added as long-lived memory
+ * (rpcrdma_svc_mem_add): no registration per reply */
+extern int ps_prereg;
 void perf_cb_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
 
 #endif
