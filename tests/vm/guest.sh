@@ -13,7 +13,8 @@
 #            perftest, bench_prov on rxe0 with and without a registration per call, the
 #            nfs2 workload over verbs against TCP, nfs3cp against the kernel's client
 #   windows  figures (only when named): perf with a registration per call against
-#            --prereg (memory windows), in turns
+#            --prereg (memory windows), and nfs3cp with and without windows against the
+#            kernel's client on knfsd, in turns
 # The dummy device's address (TEST-NET-1) exists only inside this VM, which has no NIC.
 set -u
 . /vmout/env.sh

@@ -381,23 +381,30 @@ suite_windows() {
 	kill $sa $sb
 	wait $sa $sb || true
 	# nfs3cp (its buffers are long-lived memory) against knfsd, 64 MiB each way, windows
-	# off (soft-RoCE's default: a registration per call) and asked for, in turns
-	local d=$KNFSD_DIR/wbench cp=$VM_BUILD/nfs3cp r0 w0 r1 w1
+	# off (soft-RoCE's default: a registration per call) and asked for, and the kernel's
+	# client on the same file (dd bs=1M through a proto=rdma mount, conv=fsync when
+	# writing, reading after drop_caches), in turns
+	local d=$KNFSD_DIR/wbench cp=$VM_BUILD/nfs3cp kr kw r0 w0 r1 w1
 	knfsd_up
-	mkdir -p $d
+	mkdir -p $d /mnt/knfsd
+	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
 	make_file /tmp/w64.bin 64
 	cp /tmp/w64.bin $d/src.bin
 	sync
 	for round in 1 2 3; do
+		echo 3 >/proc/sys/vm/drop_caches
+		kr=$(secs dd if=/mnt/knfsd/wbench/src.bin of=/tmp/wk.out bs=1M)
+		kw=$(secs dd if=/tmp/w64.bin of=/mnt/knfsd/wbench/k.bin bs=1M conv=fsync)
 		r0=$(secs "$cp" --provider verbs -q "$VM_ADDR:$d/src.bin" /tmp/w0.out)
 		w0=$(secs "$cp" --provider verbs -q /tmp/w64.bin "$VM_ADDR:$d/w0.bin")
 		r1=$(RPCRDMA_VERBS_WINDOWS=1 secs "$cp" --provider verbs -q "$VM_ADDR:$d/src.bin" /tmp/w1.out)
 		w1=$(RPCRDMA_VERBS_WINDOWS=1 secs "$cp" --provider verbs -q /tmp/w64.bin "$VM_ADDR:$d/w1.bin")
-		cmp /tmp/w0.out /tmp/w64.bin && cmp /tmp/w1.out /tmp/w64.bin
-		cmp $d/w0.bin /tmp/w64.bin && cmp $d/w1.bin /tmp/w64.bin
-		echo "round $round: nfs3cp 64 MiB from knfsd ${r0} s, with windows ${r1} s;" \
-		     "to knfsd ${w0} s, with windows ${w1} s"
+		cmp /tmp/wk.out /tmp/w64.bin && cmp /tmp/w0.out /tmp/w64.bin && cmp /tmp/w1.out /tmp/w64.bin
+		cmp $d/k.bin /tmp/w64.bin && cmp $d/w0.bin /tmp/w64.bin && cmp $d/w1.bin /tmp/w64.bin
+		echo "round $round: 64 MiB from knfsd: kernel ${kr} s, nfs3cp ${r0} s, with windows ${r1} s"
+		echo "round $round: 64 MiB to knfsd:   kernel ${kw} s, nfs3cp ${w0} s, with windows ${w1} s"
 	done
+	umount /mnt/knfsd
 }
 
 suite_bench() {
