@@ -33,12 +33,14 @@ static void print_json(const struct rpcrdma_prov_caps *c, const char *note)
 	printf("{\"provider\":\"%s\",\"fabric\":\"%s\",\"endpoint\":\"%s\",\"rma\":true,"
 	       "\"key_size_bytes\":%u,\"provider_keys\":%s,\"virt_addr\":%s,\"write_send_ordered\":%s,"
 	       "\"access_enforced\":%s,\"iov_limit\":%u,\"rma_iov_limit\":%u,\"tx_depth\":%u,"
-	       "\"rx_depth\":%u,\"inject_size\":%zu,\"wait_fd\":%s,\"usable\":%s}",
+	       "\"rx_depth\":%u,\"inject_size\":%zu,\"wait_fd\":%s,\"memory_windows\":%s,"
+	       "\"usable\":%s}",
 	       c->name, c->fabric, ep_type_name(c->ep_type), c->key_size,
 	       c->prov_keys ? "true" : "false", c->virt_addr ? "true" : "false",
 	       c->write_send_ordered ? "true" : "false", c->enforces_access ? "true" : "false",
 	       c->iov_limit, c->rma_iov_limit, c->tx_depth, c->rx_depth, c->inject_size,
-	       c->has_fd == 1 ? "true" : "false", note[0] ? "false" : "true");
+	       c->has_fd == 1 ? "true" : "false", c->mem_windows ? "true" : "false",
+	       note[0] ? "false" : "true");
 }
 
 static void print_row(const struct rpcrdma_prov_caps *c, const char *note)

@@ -366,6 +366,7 @@ static void ack_cq_events(struct vb_ep *e)
 }
 
 static void cq_drain(struct vb_ep *e, struct rpcrdma__sink *s);
+static void windows_orphan(struct vb_ep *e);
 
 /* Flushed work requests come back as completions once the QP is in error; they are
  * given VB_FLUSH_MS before the QP is destroyed, and what is left is failed by the caller.
@@ -378,6 +379,7 @@ static void flush_qp(struct vb_ep *e, struct rpcrdma__sink *s)
 	if (rdma_disconnect(e->id) == 0)   /* moves the QP to the error state */
 		while (e->q.ops && rpcrdma__now_ms() < until)
 			cq_drain(e, s);
+	windows_orphan(e);
 	rdma_destroy_qp(e->id);
 	cq_drain(e, s);
 }
@@ -463,10 +465,11 @@ static void cm_check_due(struct vb_ep *e, struct rpcrdma__sink *s)
 		cm_check(e, s);
 }
 
-/* The endpoint goes: its windows are destroyed (nothing reaches them any more, as the
- * QP they were bound to is gone too); registrations still held on them become orphans,
- * released by rpcrdma_mr_dereg() as before. */
-static void windows_free(struct vb_ep *e)
+/* The QP goes: its bound windows are destroyed first (soft-RoCE holds the QP while a
+ * window is bound to it: destroying the QP then waited 51 s in the VM suite); the
+ * registrations still held on them become orphans, released by rpcrdma_mr_dereg() as
+ * before. */
+static void windows_orphan(struct vb_ep *e)
 {
 	struct vb_mr *m;
 
@@ -477,6 +480,12 @@ static void windows_free(struct vb_ep *e)
 		m->kind = VB_ORPHAN;
 	}
 	e->wins = NULL;
+}
+
+/* ... and the endpoint: the unbound windows it kept too. */
+static void windows_free(struct vb_ep *e)
+{
+	windows_orphan(e);
 	while (e->nmw_free)
 		ibv_dealloc_mw(e->mw_free[--e->nmw_free]);
 	free(e->mw_free);
@@ -970,6 +979,17 @@ static void window_put(struct vb_ep *e, struct ibv_mw *mw)
 		ibv_dealloc_mw(mw);
 }
 
+/* Whether a bind or an invalidation may be posted: the connection stands and the send
+ * queue has a place for it. Completions of earlier ones not yet polled are collected
+ * first (the others found are kept for rpcrdma_ep_poll()): chunks registered in a burst
+ * would otherwise find the places taken. */
+static int window_room(struct vb_ep *e)
+{
+	if (e->qp_live && !e->broken && e->mw_wrs >= e->mw_cap)
+		cq_drain(e, NULL);
+	return e->qp_live && !e->broken && e->mw_wrs < e->mw_cap;
+}
+
 /* A type 2 window over exactly [addr, addr+len) with exactly the remote rights, bound
  * on this QP (only its peer can use it) under a new key: the work request goes before
  * any Send that advertises it, and the send queue keeps their order. */
@@ -979,8 +999,7 @@ static int window_bind(struct vb_ep *e, struct vb_mr *m, void *addr, size_t len,
 	struct ibv_send_wr wr, *bad;
 	uint32_t key;
 
-	if (!e->qp_live || e->broken || e->mw_wrs >= e->mw_cap ||
-	    __atomic_load_n(&e->vp->windows_failed, __ATOMIC_RELAXED))
+	if (!window_room(e) || __atomic_load_n(&e->vp->windows_failed, __ATOMIC_RELAXED))
 		return -RPCRDMA_ERR_AGAIN;
 	mw = window_get(e);
 	if (!mw)
@@ -1076,8 +1095,7 @@ static void window_unbind(struct vb_ep *e, struct vb_mr *m)
 	wr.opcode = IBV_WR_LOCAL_INV;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.invalidate_rkey = m->mw->rkey;
-	if (!e->qp_live || e->broken || e->mw_wrs >= e->mw_cap ||
-	    ibv_post_send(e->id->qp, &wr, &bad)) {
+	if (!window_room(e) || ibv_post_send(e->id->qp, &wr, &bad)) {
 		ibv_dealloc_mw(m->mw);
 		return;
 	}
