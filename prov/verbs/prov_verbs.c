@@ -80,7 +80,7 @@ struct vb_prov {
 
 /* How a registration was made: a registration of its own (ibv_reg_mr), the region's
  * (local access inside long-lived memory), a window bound over the region on one
- * endpoint, or a window whose endpoint was closed (destroyed with it). */
+ * endpoint, or a window whose queue pair went (closed or lost: destroyed before it). */
 enum vb_kind { VB_OWN, VB_SUB, VB_WIN, VB_ORPHAN };
 
 struct vb_mr {
