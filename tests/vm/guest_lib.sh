@@ -353,6 +353,17 @@ secs() {   # secs CMD...: wall seconds of a command
 	echo "$t1 - $t0" | bc
 }
 
+# knfsd up and mounted over RDMA by the kernel's client on /mnt/knfsd; FILE (64 MiB)
+# made here and copied to DIR/src.bin on the export, for figures that read and write it
+knfsd_mount_with_file() {   # knfsd_mount_with_file DIR FILE
+	knfsd_up
+	mkdir -p "$1" /mnt/knfsd
+	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
+	make_file "$2" 64
+	cp "$2" "$1/src.bin"
+	sync
+}
+
 # Registrations against memory windows (rpcrdma_mem_add, --prereg), in turns so that
 # TCG's drift hits both alike: MB/s and CPU s/GB of READ and WRITE, 4 KiB and 1 MiB.
 suite_windows() {
@@ -385,12 +396,7 @@ suite_windows() {
 	# client on the same file (dd bs=1M through a proto=rdma mount, conv=fsync when
 	# writing, reading after drop_caches), in turns
 	local d=$KNFSD_DIR/wbench cp=$VM_BUILD/nfs3cp kr kw r0 w0 r1 w1
-	knfsd_up
-	mkdir -p $d /mnt/knfsd
-	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
-	make_file /tmp/w64.bin 64
-	cp /tmp/w64.bin $d/src.bin
-	sync
+	knfsd_mount_with_file $d /tmp/w64.bin
 	for round in 1 2 3; do
 		echo 3 >/proc/sys/vm/drop_caches
 		kr=$(secs dd if=/mnt/knfsd/wbench/src.bin of=/tmp/wk.out bs=1M)
@@ -430,12 +436,7 @@ suite_bench() {
 	echo "real programs, short-lived processes (bench/nfs2_workload.sh): ONC RPC/TCP on loopback"
 	echo "against RPC-over-RDMA on rxe0"
 	HOST=$VM_ADDR PROVIDERS=verbs guard 600 bash "$VM_SRC/bench/nfs2_workload.sh" "$VM_BUILD" 3
-	knfsd_up
-	mkdir -p $d /mnt/knfsd
-	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
-	make_file /tmp/b64.bin 64
-	cp /tmp/b64.bin $d/src.bin
-	sync
+	knfsd_mount_with_file $d /tmp/b64.bin
 	local kr kw nr nw
 	echo 3 >/proc/sys/vm/drop_caches
 	kr=$(secs dd if=/mnt/knfsd/bench/src.bin of=/tmp/k.out bs=1M)
