@@ -137,6 +137,8 @@ struct rpcrdma_eng_req {
 	uint32_t xid;
 	uint32_t credits_asked;
 	bool outstanding;              /* counts against the client's grant */
+	bool overtaken;                /* ... no more: a later call was answered first */
+	uint64_t seq;                  /* order of arrival on the connection */
 	bool dead;                     /* the connection is gone */
 	uint32_t ops_pending;          /* RDMA operations posted */
 	uint32_t reads_next;           /* call reads posted so far (the rest wait for room) */
@@ -229,6 +231,8 @@ struct rpcrdma_eng {
 	struct eng_list inflight;      /* calls sent, being read, or completed not freed */
 	/* server */
 	uint32_t outstanding;          /* calls received, reply not yet sent */
+	uint32_t overtaken;            /* calls still running, freed by a later call's reply */
+	uint64_t recv_seq;             /* calls received on this connection */
 	uint32_t grant_hi;             /* highest grant sent */
 	uint32_t pool_taken;           /* receive buffers counted in cfg.pool */
 	uint32_t done_pending;

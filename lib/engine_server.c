@@ -68,6 +68,10 @@ static void finish(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, int status)
 		r->outstanding = false;
 		e->outstanding--;
 	}
+	if (r->overtaken) {
+		r->overtaken = false;
+		e->overtaken--;
+	}
 	if (r->awaits_done) {
 		r->awaits_done = false;
 		e->done_pending--;
@@ -105,6 +109,28 @@ static uint32_t grant_credits(struct rpcrdma_eng *e, const struct rpcrdma_eng_re
 }
 
 /* ---- sending a reply ---- */
+
+/* A client takes a reply as proof that every batched call it sent before that call was
+ * taken, and reuses their credits (RFC 5666 §3.3 returns credits only with replies;
+ * batched calls get none). Calls dispatched at once (the RPC layer's lanes) may be
+ * answered out of order, so the server keeps the same books: a call received before the
+ * one answered stops counting against the grant, while it still runs. The client still
+ * counts those of them that await a reply, so this never lets it send more than it may. */
+static void free_overtaken(struct rpcrdma_eng *e, const struct rpcrdma_eng_req *answered)
+{
+	struct eng_link *k;
+
+	for (k = e->reqs.head; k; k = k->next) {
+		struct rpcrdma_eng_req *r = req_of(k);
+
+		if (r->outstanding && r->seq < answered->seq) {
+			r->outstanding = false;
+			e->outstanding--;
+			r->overtaken = true;
+			e->overtaken++;
+		}
+	}
+}
 
 static int encode_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, struct eng_buf *b)
 {
@@ -146,6 +172,8 @@ static int post_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 		r->outstanding = false;
 		e->outstanding--;
 	}
+	if (e->outstanding)
+		free_overtaken(e, r);
 	if (r->form != RPCRDMA_ERROR)
 		e->st.replies++;
 	return 0;
@@ -398,8 +426,11 @@ static void new_request(struct rpcrdma_eng *e, const struct rpcrdma_msg *m)
 {
 	struct rpcrdma_eng_req *r;
 
-	/* RFC 5666 §3.3: more calls than granted is a fatal error for this connection */
-	if (e->outstanding + 1 > e->grant_hi) {
+	/* RFC 5666 §3.3: more calls than granted is a fatal error for this connection. Calls
+	 * overtaken by a later reply no longer count against the grant, but a client cannot
+	 * pile up more of them than a grant's worth (see free_overtaken) */
+	if (e->outstanding + 1 > e->grant_hi ||
+	    (uint64_t)e->outstanding + e->overtaken + 1 > 2 * (uint64_t)e->grant_hi) {
 		rpcrdma__eng_fail(e, -RPCRDMA_ERR_PROTO, RPCRDMA_EC_CREDIT_OVERRUN);
 		return;
 	}
@@ -416,6 +447,7 @@ static void new_request(struct rpcrdma_eng *e, const struct rpcrdma_msg *m)
 	r->op.kind = OPK_REQ_RDMA;
 	r->op.owner = r;
 	r->outstanding = true;
+	r->seq = e->recv_seq++;
 	r->out.reads = r->out_reads;
 	r->out.reads_cap = RPCRDMA_DEF_LIST_CHUNKS;
 	r->out.writes = r->out_writes;

@@ -2159,6 +2159,95 @@ static void test_batched_settled_by_later_reply(void)
 	rig_down(&g);
 }
 
+/* A server that dispatches several calls of a connection at once (the RPC layer's lanes)
+ * may answer a later call while a batched one still runs. The client then reuses the
+ * batched call's credit (settle_batched); the server must keep the same books and not
+ * take the calls that follow for an overrun. Failed with credit_overrun before. */
+static void test_batched_overtaken(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct echo_slot *s = NULL, *b, *q, *more[4];
+	int i;
+
+	rig_up(&g, NULL);
+	for (i = 0; i < 3; i++)                /* raise the grant to 4 */
+		s = start(&g, 16, 0, 0, 128, 0);
+	pump(&g);
+	CHECK(s->done && s->status == 0);
+	g.hold = 1;
+	b = &g.slots[g.nslots++];
+	echo_slot_setup(b, 0x700u, 16, 0, 0, 128);
+	b->a.no_reply = 1;
+	CHECK_EQ_I(rpcrdma_eng_call(g.cl.eng, &b->a, b, g.now, &b->c), 0);
+	q = start(&g, 16, 0, 0, 128, 0);
+	pump(&g);
+	CHECK_EQ_U(g.nheld, 2);
+	answer(&g, g.held[1]);                 /* the later call first: b still runs */
+	pump(&g);
+	CHECK(q->done && q->status == 0 && q->verified);
+	CHECK(b->done && b->status == 0);      /* the client took b as settled */
+	rpcrdma_eng_stats(g.cl.eng, &cs);
+	CHECK_EQ_U(cs.credits_in_use, 0);
+	for (i = 0; i < 4; i++)                /* the whole grant at once, b still held */
+		more[i] = start(&g, 16, 0, 0, 128, 0);
+	pump(&g);
+	CHECK_EQ_U(g.sv.fatal, 0);
+	CHECK_EQ_U(g.nheld, 6);
+	for (i = 2; i < 6; i++)
+		answer(&g, g.held[i]);
+	rpcrdma_eng_req_drop(g.sv.eng, g.held[0]);   /* b ends with no reply */
+	g.nheld = 0;
+	g.hold = 0;
+	pump(&g);
+	for (i = 0; i < 4; i++)
+		CHECK(more[i]->done && more[i]->status == 0 && more[i]->verified);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(ss.errors[RPCRDMA_EC_CREDIT_OVERRUN], 0);
+	CHECK_EQ_U(g.cl.fatal + g.sv.fatal, 0);
+	rig_down(&g);
+}
+
+/* A client cannot use early-freed credits to pile up calls past twice its grant: calls
+ * overtaken by a later reply still count toward that bound. */
+static void test_overtaken_bounded(void)
+{
+	struct raw_rig x;
+	uint8_t m[256], out[RAW_SLOT];
+	uint32_t n, xid = 0x40;
+	int i;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	x.g.hold = 1;
+	raw_post_recvs(&x.raw, 64);
+	n = raw_msg(m, xid++, 1, 2, RPCRDMA_MSG, 1);   /* the grant rises to 2 */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	answer(&x.g, x.g.held[0]);
+	raw_pump(&x);
+	CHECK(raw_poll(&x.raw, out, NULL) > 0);
+	CHECK_EQ_U(get32(out + 8), 2);
+	/* rounds of (slow call, quick call), the quick one answered first: each round leaves
+	 * one call running that no longer counts against the grant */
+	for (i = 0; i < 5; i++) {
+		n = raw_msg(m, xid++, 1, 2, RPCRDMA_MSG, 1);
+		raw_send(&x.raw, m, n);
+		n = raw_msg(m, xid++, 1, 2, RPCRDMA_MSG, 1);
+		raw_send(&x.raw, m, n);
+		raw_pump(&x);
+		if (x.g.sv.fatal)
+			break;
+		answer(&x.g, x.g.held[x.g.nheld - 1]);
+		raw_pump(&x);
+		CHECK(raw_poll(&x.raw, out, NULL) > 0);
+	}
+	/* three rounds leave three overtaken; the fourth's second call makes 3 + 2 > 2 * 2 */
+	CHECK_EQ_U(i, 3);
+	CHECK_EQ_U(x.g.sv.fatal, 1);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_CREDIT_OVERRUN], 1);
+}
+
 /* An abandoned call's arguments are the caller's again (rpcrdma_eng_call_free): a reply
  * to a later call must not read them. Before, settle_batched() read no_reply through
  * them; memory reused so that it read 1 completed the abandoned call there and gave its
@@ -3098,6 +3187,8 @@ int main(int argc, char **argv)
 	RUN(test_reply_cap_write_list_past_inline);
 	RUN(test_client_zero_length_reply_reads);
 	RUN(test_server_credit_overrun);
+	RUN(test_batched_overtaken);
+	RUN(test_overtaken_bounded);
 	RUN(test_server_done_withheld);
 	RUN(test_client_credits_and_errors);
 	RUN(test_credit_ask_follows_demand);
