@@ -117,6 +117,7 @@ struct srv {
 	uint64_t listener_looked;        /* when the progress thread last polled it (ms) */
 	bool listener_due;               /* poll it at the next round, whenever that was */
 	uint32_t lend_min;               /* results this long are written from where they are */
+	int encode_failed;               /* a reply's results failed to encode (logged once) */
 	struct sconn *conns;
 	struct srv *next;
 };
@@ -581,14 +582,52 @@ static void drc_finish(struct sconn *c, const struct rpcrdma_reply_args *a)
 		rpcrdma__drc_forget(s->drc, e);
 }
 
+/* The reply header and its results into buf; with ddp, results a binding marks become
+ * DDP items. */
+static bool_t encode_msg(struct sconn *c, struct rpcrdma__xdr *enc, uint8_t *buf, u_int cap,
+			 struct rpc_msg *msg, xdrproc_t xres, void *where)
+{
+	bool_t ok;
+
+	rpcrdma__xdr_encode(enc, buf, cap);
+	if (c->ddp)
+		rpcrdma__xdr_enter(enc);
+	ok = xdr_replymsg(&enc->x, msg) && (!xres || wrap_results(c, &enc->x, xres, where));
+	rpcrdma__xdr_leave();
+	return ok;
+}
+
+/* Results the program's XDR routine cannot encode (a string past its bound, say): the
+ * call is answered SYSTEM_ERR at once, as knfsd's svc_process does, rather than left for
+ * the client's timeout, which would tear the connection down and resend every call in
+ * flight. libtirpc's TCP transport sends a truncated record instead, which its client
+ * reports as RPC_CANTDECODERES (docs/RPC.md). Logged once per listener, then at debug. */
+static bool_t encode_syserr(struct sconn *c, struct rpcrdma__xdr *enc, uint8_t *buf, u_int cap,
+			    const struct rpc_msg *msg)
+{
+	struct rpc_msg err = *msg;
+	char why[96];
+	int level = __atomic_exchange_n(&c->srv->encode_failed, 1, __ATOMIC_RELAXED) ?
+			    RPCRDMA_LOG_DEBUG : RPCRDMA_LOG_WARN;
+
+	snprintf(why, sizeof(why), "XID 0x%08x, program %lu version %lu procedure %lu",
+		 (unsigned)msg->rm_xid, (unsigned long)c->prog, (unsigned long)c->vers,
+		 (unsigned long)c->proc);
+	conn_log(prim(c), level, "answered SYSTEM_ERR: the results could not be encoded, to",
+		 why);
+	err.acpted_rply.ar_stat = SYSTEM_ERR;
+	return encode_msg(c, enc, buf, cap, &err, NULL, NULL);
+}
+
 /* Encode msg (results marked by a binding become DDP items) and give it to the engine.
- * Called with the srv lock held. */
+ * FALSE when nothing was sent, or when the results failed to encode (SYSTEM_ERR was sent:
+ * svc_sendreply() fails, as over TCP). Called with the srv lock held. */
 static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 {
 	struct rpcrdma_eng_req *er = c->cur;
 	/* no result leaves the stream under a flavour that may wrap it (RFC 8166 §8.2.1) */
-	int ddp = c->ddp;
-	const struct rpcrdma_ulb_proc *b = ddp ? rpcrdma_ulb_find(c->prog, c->vers, c->proc) : NULL;
+	const struct rpcrdma_ulb_proc *b = c->ddp ? rpcrdma_ulb_find(c->prog, c->vers, c->proc)
+						  : NULL;
 	struct rpcrdma__xdr enc;
 	struct rpcrdma_reply_args made;
 	xdrproc_t xres = NULL, saved = NULL;
@@ -597,7 +636,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 	u_int cap = 256 + 2 * MAX_AUTH_BYTES;
 	size_t bcap;
 	uint8_t *buf;
-	bool_t ok;
+	bool_t ok, failed = FALSE;
 
 	if (!er)
 		return FALSE;
@@ -617,11 +656,9 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 		rpcrdma_eng_req_drop(c->eng, er);
 		return FALSE;
 	}
-	rpcrdma__xdr_encode(&enc, buf, cap);
-	if (ddp)
-		rpcrdma__xdr_enter(&enc);
-	ok = xdr_replymsg(&enc.x, msg) && (!xres || wrap_results(c, &enc.x, xres, where));
-	rpcrdma__xdr_leave();
+	ok = encode_msg(c, &enc, buf, cap, msg, xres, where);
+	if (!ok && xres)
+		ok = failed = encode_syserr(c, &enc, buf, cap, msg);
 	if (saved)
 		msg->acpted_rply.ar_results.proc = saved;
 	made.xdr = enc.buf;
@@ -637,7 +674,7 @@ static bool_t send_reply(struct sconn *c, struct rpc_msg *msg)
 		rpcrdma_eng_req_drop(c->eng, er);
 		return FALSE;
 	}
-	return give_reply(c, er, x);
+	return give_reply(c, er, x) && !failed;
 }
 
 /* RFC 5666 §6.2: CONF_RDMA, answered on every connection unless disabled. */

@@ -172,6 +172,39 @@ static enum clnt_stat raw_call(CLIENT *cl, rpcproc_t proc, int ms)
 			 (xdrproc_t)(void (*)(void))xdr_void, NULL, tv(ms));
 }
 
+static uint64_t now_ms(void);
+
+/* Results the server cannot encode (38 bytes for a string<8>): over RDMA an accepted
+ * SYSTEM_ERR comes back at once, as from knfsd, on the same connection; over TCP
+ * libtirpc's server sends a truncated record, which its client cannot decode. */
+static void test_badreply(CLIENT *cl, const char *t)
+{
+	enum clnt_stat want = is_rdma(t) ? RPC_SYSTEMERROR : RPC_CANTDECODERES;
+	uint64_t conns = 0, conns_after = 0;
+	u_int len = 38;
+	rt_short res = NULL;
+	uint64_t t0 = now_ms();
+	enum clnt_stat st;
+
+	if (is_rdma(t))
+		clnt_control(cl, RPCRDMA_CLGET_CONNECTS, (char *)&conns);
+	st = clnt_call(cl, RT_BADREPLY, (xdrproc_t)xdr_u_int, (char *)&len,
+		       (xdrproc_t)xdr_rt_short, (char *)&res, tv(10000));
+	CHECK(st == want);
+	CHECK(now_ms() - t0 < 5000);
+	printf("%s reply that cannot be encoded: %s\n", mode, clnt_sperrno(st));
+	xdr_free((xdrproc_t)xdr_rt_short, (char *)&res);
+	len = 8;
+	CHECK(clnt_call(cl, RT_BADREPLY, (xdrproc_t)xdr_u_int, (char *)&len,
+			(xdrproc_t)xdr_rt_short, (char *)&res, tv(5000)) == RPC_SUCCESS);
+	CHECK(res && strlen(res) == 8);
+	xdr_free((xdrproc_t)xdr_rt_short, (char *)&res);
+	if (is_rdma(t)) {
+		clnt_control(cl, RPCRDMA_CLGET_CONNECTS, (char *)&conns_after);
+		CHECK(conns_after == conns);   /* the connection stayed up */
+	}
+}
+
 static void test_errors(CLIENT *cl, const char *t, const char *host, unsigned port)
 {
 	CLIENT *other;
@@ -185,6 +218,7 @@ static void test_errors(CLIENT *cl, const char *t, const char *host, unsigned po
 	printf("%s syserr: %s\n", mode, clnt_sperrno(RPC_SYSTEMERROR));
 	CHECK(raw_call(cl, RT_GARBAGE, 5000) == RPC_CANTDECODEARGS);
 	printf("%s garbage: %s\n", mode, clnt_sperrno(RPC_CANTDECODEARGS));
+	test_badreply(cl, t);
 	CHECK(raw_call(cl, 99, 5000) == RPC_PROCUNAVAIL);
 	printf("%s proc: %s\n", mode, clnt_sperrno(RPC_PROCUNAVAIL));
 	other = make(t, host, port, RT_PROG, 7, 0);
