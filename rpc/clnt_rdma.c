@@ -82,6 +82,8 @@ struct ccall {
 	xdrproc_t xargs;
 	void *args;
 	uint32_t xid;
+	AUTH *auth;                      /* cl_auth when it was made: its reply is checked by
+					  * the same (the caller may swap cl_auth meanwhile) */
 	int ddp;
 	int sent;                        /* went out on a connection at least once */
 	pthread_cond_t *waiter;          /* its caller sleeps there while another drives */
@@ -367,6 +369,8 @@ static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcp
 			return RPC_SYSTEMERROR;
 		call->buf_cap = cap;
 	}
+	if (!xid)
+		call->auth = ct->cl.cl_auth;
 	memset(&msg, 0, sizeof(msg));
 	msg.rm_xid = xid ? xid : rpcrdma__ids_next_xid(&ct->ids);
 	msg.rm_direction = CALL;
@@ -375,14 +379,14 @@ static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcp
 	msg.rm_call.cb_vers = vers;
 	rpcrdma__xdr_encode(&call->enc, call->buf, cap);
 	ok = xdr_callhdr(&call->enc.x, &msg) && xdr_u_int(&call->enc.x, &p) &&
-	     AUTH_MARSHALL(ct->cl.cl_auth, &call->enc.x);
+	     AUTH_MARSHALL(call->auth, &call->enc.x);
 	/* the credential as sent says whether the body will be wrapped (GSS's service is
 	 * known to libtirpc's AUTH alone); off our stream, xdr_rdma_ddp_bytes() is plain
 	 * xdr_bytes(): everything inline */
 	*ddp = *ddp && ok && call_allows_ddp(call->buf, rpcrdma__xdr_pos(&call->enc));
 	if (*ddp)
 		rpcrdma__xdr_enter(&call->enc);
-	ok = ok && AUTH_WRAP(ct->cl.cl_auth, &call->enc.x, xargs, args);
+	ok = ok && AUTH_WRAP(call->auth, &call->enc.x, xargs, args);
 	rpcrdma__xdr_leave();
 	if (!ok)
 		return RPC_CANTENCODEARGS;
@@ -483,7 +487,6 @@ static enum clnt_stat engine_stat(struct ccall *call, int status,
 
 static enum clnt_stat decode_reply(struct ccall *call, struct rpc_err *err)
 {
-	struct rdma_clnt *ct = call->ct;
 	struct rpcrdma__xdr dec;
 	uint32_t len, i;
 	const void *rep = rpcrdma_eng_call_reply(call->ec, &len);
@@ -494,7 +497,7 @@ static enum clnt_stat decode_reply(struct ccall *call, struct rpc_err *err)
 	dec.nresults = call->nres;
 	memcpy(dec.caller_owned, call->res_caller, sizeof(call->res_caller));
 	rpcrdma__xdr_enter(&dec);
-	rpcrdma__reply_take(&dec.x, ct->cl.cl_auth, call->xres, call->resp, err);
+	rpcrdma__reply_take(&dec.x, call->auth, call->xres, call->resp, err);
 	rpcrdma__xdr_leave();
 	/* results handed to the caller's structure are theirs now (freed by clnt_freeres) */
 	for (i = 0; i < call->nres; i++)
@@ -769,7 +772,7 @@ static int remarshal(struct rdma_clnt *ct, struct ccall *call)
 	int ddp = call->ddp;
 
 	if (!call->sent || call->kind == CK_DETACHED ||
-	    ct->cl.cl_auth->ah_cred.oa_flavor != RPCSEC_GSS)
+	    call->auth->ah_cred.oa_flavor != RPCSEC_GSS)
 		return 0;
 	return encode_call(ct, call, call->prog, call->vers, call->proc, call->xargs, call->args,
 			   &ddp, call->xid) == RPC_SUCCESS && ddp == call->ddp ? 0 : -1;

@@ -22,6 +22,7 @@
 #include "rpc_int.h"
 #include "bufcache.h"
 #include "objpool.h"
+#include "xdr_be.h"
 
 #include <rpc/svc_mt.h>
 
@@ -724,12 +725,31 @@ static void drop_cur(struct sconn *c)
 	}
 }
 
+/* libtirpc (1.3) finds a connection's RPCSEC_GSS context by its SVCXPRT's address, keeps
+ * the sequence window there unlocked, and wraps each reply with the sequence number of
+ * the last call it authenticated there. So a GSS call runs on its connection's own
+ * SVCXPRT, one at a time, never on a lane: a lane would find no context (the call fails
+ * RPCSEC_GSS_CREDPROBLEM) or, sharing one, wrap a reply with another call's number.
+ * A call too short to say is left to the connection too. */
+static bool needs_prim(const struct rpcrdma_eng_req *er)
+{
+	uint32_t len;
+	const uint8_t *call = rpcrdma_eng_req_call(er, &len);
+
+	return !call || len < 28 || rpcrdma__get32(call + 24) == RPCSEC_GSS;
+}
+
 static struct rpcrdma_eng_req *pop_ready(struct sconn *lane)
 {
 	struct sconn *c = prim(lane);
 	struct ready *q = c->head;
 	struct rpcrdma_eng_req *er;
 
+	if (q && lane != c && needs_prim(q->er)) {
+		drain_fd(lane->xprt.xp_fd);
+		lane->rung = 0;
+		return NULL;
+	}
 	if (!q) {
 		drain_fd(lane->xprt.xp_fd);
 		lane->rung = 0;
@@ -1134,6 +1154,18 @@ static void conn_log(struct sconn *c, int level, const char *what, const char *w
 	rpcrdma__log_conn(level, what, peer, why, c->srv->opts.provider, c->eng);
 }
 
+/* libtirpc keeps an RPCSEC_GSS context per SVCXPRT address (needs_prim) until it is
+ * destroyed or unused for 5 minutes: a connection's goes with it, so that a connection
+ * made later at the same address never finds it. Known only while the last call there
+ * was RPCSEC_GSS (libtirpc clears the handle at every call); otherwise it ages out. */
+static void auth_release(SVCXPRT *x)
+{
+	if (SVC_XP_AUTH(x).svc_ah_ops && SVC_XP_AUTH(x).svc_ah_private)
+		SVCAUTH_DESTROY(&SVC_XP_AUTH(x));
+	SVC_XP_AUTH(x).svc_ah_ops = NULL;
+	SVC_XP_AUTH(x).svc_ah_private = NULL;
+}
+
 static void conn_free(struct sconn *c)
 {
 	struct rpcrdma_eng_stats st;
@@ -1162,10 +1194,12 @@ static void conn_free(struct sconn *c)
 	free_held(c);
 	rpcrdma_ep_close(c->ep);
 	rpcrdma_eng_destroy(c->eng);
+	auth_release(&c->xprt);
 	conn_fd_release(c->srv, c->xprt.xp_fd);
 	while (c->nlanes) {
 		struct sconn *l = c->lanes[--c->nlanes];
 
+		auth_release(&l->xprt);
 		xprt_unregister(&l->xprt);
 		conn_fd_release(c->srv, l->xprt.xp_fd);
 		free(l);
@@ -1902,7 +1936,7 @@ static struct sconn *claim(void)
 				continue;
 			if (!c->busy && (c->head || (c->dead && !lanes_busy(c))))
 				found = c;
-			else if (c->busy && c->head && !c->dead)
+			else if (c->busy && c->head && !c->dead && !needs_prim(c->head->er))
 				found = free_lane(s, c);
 			if (found)
 				found->busy = 1;

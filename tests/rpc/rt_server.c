@@ -103,9 +103,10 @@ bool_t rt_garbage_1_svc(rt_echo_args *a, void *result, struct svc_req *rq)
 /* Options after the mode: nobinding (no DDP binding), norrc (never send read chunks in
  * replies, as an RFC 8166 server), ports=RDMA_TCP,SHM (fixed ports, for restarts), xids
  * (print the XID of each RT_SLEEP call as it is dispatched), nodrc (no duplicate request
- * cache). */
+ * cache), parallel (with workers: several calls of a connection at once, conn_parallel 4). */
 static struct srv_opts {
 	int workers, inline_dispatch, nobinding, norrc, xids, rpcbind, rdmaonly, nodrc;
+	uint32_t parallel;
 	unsigned rport, sport;
 } so;
 
@@ -250,6 +251,8 @@ static void parse(int argc, char **argv)
 			so.rdmaonly = 1;
 		else if (!strcmp(argv[i], "nodrc"))
 			so.nodrc = 1;
+		else if (!strcmp(argv[i], "parallel"))   /* workers: 4 lanes a connection */
+			so.parallel = 4;
 		else if (!strncmp(argv[i], "ports=", 6))
 			sscanf(argv[i] + 6, "%u,%u", &so.rport, &so.sport);
 	}
@@ -333,6 +336,7 @@ int main(int argc, char **argv)
 	 * (rt_echo_1_svc checks every byte); svc_run() mode decodes copies */
 	o.lend_args = so.workers || so.inline_dispatch;
 	o.drc_entries = so.nodrc ? -1 : 0;
+	o.conn_parallel = so.parallel;
 	rt = svc_rdma_create(&o);
 	o.provider = "shm";
 	o.no_ccp = 1;

@@ -6,7 +6,8 @@
 # service key, and the client at each service level (none, integrity, privacy) over plain
 # TCP, RDMA on libfabric tcp and RDMA on shm: the same outcomes everywhere, every byte
 # checked, and in a capture of the RDMA traffic the privacy run's data never appears
-# (no DDP under RPCSEC_GSS: RFC 8166 §8.2.1), while the integrity run's does.
+# (no DDP under RPCSEC_GSS: RFC 8166 §8.2.1), while the integrity run's does. Then each
+# level again with calls in flight against a server with lanes (conn_parallel).
 # Needs krb5-kdc, krb5-admin-server (kadmin.local) and krb5-user (kinit); skipped without.
 # Usage: test_gss.sh SERVER CLIENT
 set -u
@@ -122,5 +123,20 @@ if command -v tshark >/dev/null; then
 else
 	echo "tshark not installed: the resent call's sequence numbers not checked"
 fi
+# a server that dispatches several calls of a connection at once (workers, conn_parallel
+# 4): GSS calls in flight at every level, each intact (docs/RPC.md: a connection's GSS
+# calls go one at a time on the connection itself)
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+start_server "$out/serve-lanes" "$SERVER" workers parallel
+read -r rport sport tport <<<"$port"
+for t in rdma-$R rdma-shm; do
+	case $t in rdma-$R) p=$rport ;; rdma-shm) p=$sport ;; esac
+	timeout 120 "$CLIENT" "$t" "$H" "$p" gsslanes >"$out/$t.lanes" 2>&1
+	crc=$?
+	echo "== $t, server with lanes (exit $crc)"
+	cat "$out/$t.lanes"
+	[ $crc -eq 0 ] || rc=1
+done
 [ $rc -eq 0 ] && echo "RPCSEC_GSS (krb5, krb5i, krb5p): same outcomes over TCP and RDMA; nothing in clear under privacy"
 exit $rc
