@@ -1204,7 +1204,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 	}
 	if (optind == argc - 1)
 		return ps_parse_addr("perf", argv[optind], c->host, sizeof(c->host), &c->port,
-				     PS_DEFAULT_PORT);
+				     PS_DEFAULT_PORT) < 0 ? -1 : 0;
 	return 0;
 }
 

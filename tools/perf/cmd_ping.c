@@ -33,8 +33,9 @@ static void usage(FILE *f)
 	      "                    [--provider NAME [--callback] | --tirpc [--tcp-port PORT]]\n"
 	      "NULL RPC round trips to `rpcrdma serve` (port 20049 unless given), like ping(8):\n"
 	      "one line per reply until COUNT calls (default: until interrupted, ^C), then\n"
-	      "calls, replies, loss and min/avg/max/p99. --tirpc pings the server's ONC RPC/TCP\n"
-	      "port (serve --tcp PORT), given as HOST:PORT or --tcp-port. --json: one document\n"
+	      "calls, replies, loss and min/avg/max/p99 (us, ms or s; JSON: us). --tirpc pings\n"
+	      "the server's ONC RPC/TCP port (serve --tcp PORT), given as HOST:PORT or\n"
+	      "--tcp-port (-t; only with --tirpc). --json: one document\n"
 	      "at the end, {\"results\":[one object per call],\"summary\":{...}}; --json-lines:\n"
 	      "the same objects, one per line as they come. Exit status 0 if every call was\n"
 	      "answered.\n"
@@ -131,9 +132,15 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (ps_parse_addr("ping", argv[optind], o->host, sizeof(o->host), &o->port, 0))
+	has_port = ps_parse_addr("ping", argv[optind], o->host, sizeof(o->host), &o->port, 0);
+	if (has_port < 0)
 		return EXIT_USAGE;
-	has_port = o->port != 0;
+	if (o->provider && o->tcp_port) {
+		/* an RDMA ping would ignore it: say so rather than ping another port */
+		fprintf(stderr, "rpcrdma ping: --tcp-port is the ONC RPC/TCP port of --tirpc; "
+			"over RDMA give HOST:PORT\n");
+		return EXIT_USAGE;
+	}
 	if (o->size && o->callback) {
 		fprintf(stderr, "rpcrdma ping: -s and --callback do not go together (a callback "
 				"carries 64 bytes)\n");
@@ -160,16 +167,43 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 	return EXIT_OK;
 }
 
+/* Times in text are scaled as ping(8)'s are read: microseconds below 1 ms, then
+ * milliseconds, then seconds (JSON keeps microseconds). The unit follows scale_us. */
+static const char *time_unit(double scale_us, double *div)
+{
+	if (scale_us < 1e3) {
+		*div = 1;
+		return "us";
+	}
+	if (scale_us < 1e6) {
+		*div = 1e3;
+		return "ms";
+	}
+	*div = 1e6;
+	return "s";
+}
+
+static void fmt_time(char *buf, size_t cap, double us)
+{
+	double div;
+	const char *unit = time_unit(us, &div);
+
+	snprintf(buf, cap, div == 1 ? "%.1f %s" : "%.2f %s", us / div, unit);
+}
+
 static void print_reply(const struct ping_opts *o, long seq, double dt, enum clnt_stat st)
 {
+	char t[32];
+
+	fmt_time(t, sizeof(t), dt);
 	if (o->json && st == RPC_SUCCESS)
 		printf("{\"seq\":%ld,\"time_us\":%.1f}\n", seq, dt);
 	else if (o->json)
 		printf("{\"seq\":%ld,\"error\":\"%s\"}\n", seq, clnt_sperrno(st));
 	else if (st == RPC_SUCCESS && o->size)
-		printf("ECHO reply: seq=%ld bytes=%u time=%.1f us\n", seq, o->size, dt);
+		printf("ECHO reply: seq=%ld bytes=%u time=%s\n", seq, o->size, t);
 	else if (st == RPC_SUCCESS)
-		printf("%s reply: seq=%ld time=%.1f us\n", o->callback ? "CALLBACK" : "NULL", seq, dt);
+		printf("%s reply: seq=%ld time=%s\n", o->callback ? "CALLBACK" : "NULL", seq, t);
 	else
 		printf("seq=%ld: %s\n", seq, clnt_sperrno(st));
 	fflush(stdout);
@@ -194,9 +228,16 @@ static void print_summary(const struct ping_opts *o, long sent, long got, double
 	}
 	printf("--- %s ping statistics ---\n%ld calls, %ld replies, %.0f%% lost\n", o->host, sent,
 	       got, lost);
-	if (got)
-		printf("rtt min/avg/max/p99 = %.1f/%.1f/%.1f/%.1f us\n", rtt[0], sum / (double)got,
-		       rtt[got - 1], percentile(rtt, (int)got, 99));
+	if (got) {
+		/* one unit for the four, chosen by the largest, as ping(8) prints them */
+		double div;
+		const char *unit = time_unit(rtt[got - 1], &div);
+		const char *f = div == 1 ? "rtt min/avg/max/p99 = %.1f/%.1f/%.1f/%.1f %s\n"
+					 : "rtt min/avg/max/p99 = %.3f/%.3f/%.3f/%.3f %s\n";
+
+		printf(f, rtt[0] / div, sum / (double)got / div, rtt[got - 1] / div,
+		       percentile(rtt, (int)got, 99) / div, unit);
+	}
 }
 
 /* -s: the payload goes to the server and back (ECHO, inline or through chunks by its
@@ -283,10 +324,12 @@ int cmd_ping(int argc, char **argv)
 	/* ^C ends the run and the summary is still printed, as ping(8) does; no SA_RESTART,
 	 * so that a wait in progress returns at once */
 	cli_catch(on_interrupt, 0, 0);
-	if (!o.json)
-		printf("PING %s port %u over %s%s%s\n", o.host, o.port,
-		       o.provider ? "RDMA/" : "ONC RPC/TCP", o.provider ? o.provider : "",
-		       o.size ? ", ECHO of -s bytes" : "");
+	if (!o.json && o.size)
+		printf("PING %s port %u over %s%s, ECHO of %u bytes\n", o.host, o.port,
+		       o.provider ? "RDMA/" : "ONC RPC/TCP", o.provider ? o.provider : "", o.size);
+	else if (!o.json)
+		printf("PING %s port %u over %s%s\n", o.host, o.port,
+		       o.provider ? "RDMA/" : "ONC RPC/TCP", o.provider ? o.provider : "");
 	while (!interrupted && (!o.count || sent < o.count)) {
 		double t0 = now_us(), dt;
 		enum clnt_stat st = round_trip(&o, cl, tv);

@@ -210,7 +210,9 @@ static void usage(FILE *f)
 	      "lost connection runs again; by default it gets the first one's reply).\n"
 	      "--prereg: READ's data (64 MiB, made at start) is long-lived memory, registered\n"
 	      "once: no registration per reply (verbs; docs/RPC.md, \"Long-lived memory\").\n"
-	      "Port 20049 unless given (0: any). Statistics on SIGUSR1 and at exit (SIGINT,\n"
+	      "--listen HOST:PORT, HOST, :PORT or PORT (a number alone is a port; [::1]:PORT\n"
+	      "for IPv6): port 20049 and every address unless given (port 0: any).\n"
+	      "Statistics on SIGUSR1 and at exit (SIGINT,\n"
 	      "SIGTERM). Prints \"listening RDMA_PORT [TCP_PORT]\" when ready. --json-lines: that\n"
 	      "and each report as a JSON object on a line of its own, as they come; --json: one\n"
 	      "document at exit, {\"listening\":{...},\"reports\":[...]}.\n"
@@ -242,8 +244,7 @@ int cmd_serve(int argc, char **argv)
 		case 'R': ps_prereg = 1; break;
 		case 'p': provider = optarg; break;
 		case 'l':
-			if (ps_parse_addr("serve", optarg, host, sizeof(host), &port,
-					  PS_DEFAULT_PORT))
+			if (ps_parse_listen("serve", optarg, host, sizeof(host), &port))
 				return EXIT_USAGE;
 			break;
 		case 't':

@@ -182,18 +182,15 @@ void ps_binding_register(void)
 
 /* ---- addresses ---- */
 
-int ps_parse_addr(const char *cmd, const char *s, char *host, size_t cap, uint16_t *port,
-		  uint16_t def)
+/* The address text split: host (cap bytes; "" when the text has none, ":PORT") and the
+ * port text (NULL when none given). -1 after a message. */
+static int split_addr(const char *cmd, const char *s, char *host, size_t cap,
+		      const char **ptext)
 {
-	const char *colon, *end, *ptext = NULL;
-	uint64_t v;
+	const char *colon, *end, *h = s;
 	size_t n;
 
-	*port = def;
-	if (!s || !*s) {
-		fprintf(stderr, "rpcrdma %s: an address is needed (HOST[:PORT])\n", cmd);
-		return -1;
-	}
+	*ptext = NULL;
 	if (s[0] == '[') {
 		end = strchr(s, ']');
 		if (!end || (end[1] && end[1] != ':')) {
@@ -201,30 +198,80 @@ int ps_parse_addr(const char *cmd, const char *s, char *host, size_t cap, uint16
 				cmd, s);
 			return -1;
 		}
-		n = (size_t)(end - s - 1);
-		s++;
+		h = s + 1;
+		n = (size_t)(end - h);
 		if (end[1] == ':')
-			ptext = end + 2;
+			*ptext = end + 2;
 	} else {
 		colon = strrchr(s, ':');
-		if (colon && strchr(s, ':') == colon) {   /* one colon: HOST:PORT */
+		if (colon && strchr(s, ':') == colon) {   /* one colon: HOST:PORT or :PORT */
 			n = (size_t)(colon - s);
-			ptext = colon + 1;
+			*ptext = colon + 1;
 		} else {
 			n = strlen(s);                        /* none, or a bare IPv6 address */
 		}
 	}
-	if (n == 0 || n >= cap) {
+	if (n >= cap || (n == 0 && s[0] == '[')) {
 		fprintf(stderr, "rpcrdma %s: invalid address '%s'\n", cmd, s);
 		return -1;
 	}
-	if (ptext && arg_uint(cmd, "port", ptext, 0, 65535, &v))
-		return -1;
-	if (ptext)
-		*port = (uint16_t)v;
-	memcpy(host, s, n);
+	memcpy(host, h, n);
 	host[n] = 0;
 	return 0;
+}
+
+static int parse_port(const char *cmd, const char *ptext, uint64_t min, uint16_t *port)
+{
+	uint64_t v;
+
+	if (arg_uint(cmd, "port", ptext, min, 65535, &v))
+		return -1;
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int ps_parse_addr(const char *cmd, const char *s, char *host, size_t cap, uint16_t *port,
+		  uint16_t def)
+{
+	const char *ptext;
+
+	*port = def;
+	if (!s || !*s) {
+		fprintf(stderr, "rpcrdma %s: an address is needed (HOST[:PORT])\n", cmd);
+		return -1;
+	}
+	if (split_addr(cmd, s, host, cap, &ptext))
+		return -1;
+	if (!host[0]) {
+		fprintf(stderr, "rpcrdma %s: invalid address '%s': which host? (HOST[:PORT])\n",
+			cmd, s);
+		return -1;
+	}
+	if (!ptext)
+		return 0;
+	/* a client cannot connect to port 0: it is not "the default" either */
+	if (parse_port(cmd, ptext, 1, port))
+		return -1;
+	return 1;
+}
+
+int ps_parse_listen(const char *cmd, const char *s, char *host, size_t cap, uint16_t *port)
+{
+	const char *ptext;
+
+	if (!s || !*s) {
+		fprintf(stderr, "rpcrdma %s: invalid --listen '': give HOST, HOST:PORT, :PORT or "
+			"PORT\n", cmd);
+		return -1;
+	}
+	/* a bare number is a port, as users mean it: no host is named 20500 */
+	if (strspn(s, "0123456789") == strlen(s)) {
+		host[0] = 0;
+		return parse_port(cmd, s, 0, port);
+	}
+	if (split_addr(cmd, s, host, cap, &ptext))
+		return -1;
+	return ptext ? parse_port(cmd, ptext, 0, port) : 0;
 }
 
 /* ---- serving ---- */

@@ -24,10 +24,15 @@ static inline uint8_t ps_byte(uint32_t i)
 
 uint32_t ps_checksum(const char *p, uint32_t n);
 
-/* "HOST", "HOST:PORT" or "[V6]:PORT" into host (cap bytes) and *port (default if none).
- * Returns 0, or -1 with a message naming command cmd and what is wrong. */
+/* A server to connect to: "HOST", "HOST:PORT" or "[V6]:PORT" into host (cap bytes) and
+ * *port (def if none; port 0 is refused: a client needs the server's port). Returns 1
+ * when a port was given, 0 when not, -1 with a message naming cmd and what is wrong. */
 int ps_parse_addr(const char *cmd, const char *s, char *host, size_t cap, uint16_t *port,
 		  uint16_t def);
+/* Where to listen: "HOST", "HOST:PORT", ":PORT", "PORT" (a bare number is a port),
+ * "[V6]:PORT"; host "" is every address, port 0 any. *port is left alone when the text
+ * has none. 0, or -1 with a message. */
+int ps_parse_listen(const char *cmd, const char *s, char *host, size_t cap, uint16_t *port);
 
 /* Serve the built-in program: over RDMA (provider, host, port; port 0: ephemeral) and,
  * when tcp_port >= 0, over ONC RPC/TCP too (0: ephemeral). RDMA requests are dispatched on
