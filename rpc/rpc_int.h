@@ -82,7 +82,11 @@ struct rpcrdma__drc_key {
 	uint8_t addr[16];
 };
 enum { RPCRDMA__DRC_NEW, RPCRDMA__DRC_RUNNING, RPCRDMA__DRC_KEPT };
-struct rpcrdma__drc *rpcrdma__drc_new(uint32_t max_entries, uint32_t reply_max);
+/* At most max_entries entries and max_bytes bytes of replies kept. */
+struct rpcrdma__drc *rpcrdma__drc_new(uint32_t max_entries, uint32_t reply_max,
+				      uint64_t max_bytes);
+/* The default size on a host of mem_bytes of memory, as knfsd sizes its cache. */
+uint32_t rpcrdma__drc_entries_for(uint64_t mem_bytes);
 void rpcrdma__drc_free(struct rpcrdma__drc *d);
 /* The key of a call: args_len bytes of arguments follow its header; call_len is the
  * whole call's. */
@@ -94,7 +98,8 @@ void rpcrdma__drc_key(struct rpcrdma__drc_key *k, const struct sockaddr_storage 
  * (rpcrdma__drc_reply(*e)). */
 int rpcrdma__drc_lookup(struct rpcrdma__drc *d, const struct rpcrdma__drc_key *k,
 			uint64_t now_ms, struct rpcrdma__drc_ent **e);
-/* The running call's reply: kept (1), or too long to keep, and the entry gone (0). */
+/* The running call's reply: kept (1), or too long to keep, and the entry gone (0).
+ * Keeping it may evict other replies (its client's own first) to stay within max_bytes. */
 int rpcrdma__drc_keep(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e,
 		      const struct rpcrdma_reply_args *a, uint64_t now_ms);
 /* Replies kept longer than their time (120 s) go. */

@@ -7,8 +7,11 @@
  * address (without its port: a new connection has another), program, version,
  * procedure, the call's length and a checksum of the first bytes of its arguments. The
  * entry holds the reply once it is sent, stream and DDP items, up to reply_max bytes.
- * Entries whose reply is kept are evicted oldest first, beyond max entries or
- * DRC_TTL_MS old; entries still running are never evicted (the credits bound them).
+ * Entries still running are never evicted (the credits bound them). Kept replies go when
+ * DRC_TTL_MS old, and for room: beyond max entries or max bytes, a client's share is
+ * what it may keep of the cache (max entries / clients with entries), so that a busy or
+ * hostile client evicts its own replies and never another's below its share within the
+ * reconnect window. A client is an address, as in the key.
  * No I/O and no lock here: the listener's lock covers every call. */
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -18,11 +21,19 @@
 
 #define DRC_TTL_MS 120000u   /* knfsd's RC_EXPIRE */
 #define DRC_SUM_BYTES 256u   /* knfsd's RC_CSUMLEN */
+#define DRC_MAX_DEFAULT (256u * 1024u)   /* knfsd's cap on its cache's size */
+#define DRC_CLIENT_BUCKETS 1024u
+
+struct drc_client;
+
+static uint32_t mix_sum(uint64_t seed, const uint8_t *p, uint32_t n);
 
 struct rpcrdma__drc_ent {
 	struct rpcrdma__drc_key k;
 	struct rpcrdma__drc_ent *hnext;           /* its hash chain */
 	struct rpcrdma__drc_ent *older, *newer;   /* kept replies, by age */
+	struct rpcrdma__drc_ent *c_older, *c_newer;   /* its client's kept replies, by age */
+	struct drc_client *cl;
 	uint64_t kept_ms;
 	int kept;
 	uint8_t *reply;                           /* the stream, then each item's bytes */
@@ -31,23 +42,56 @@ struct rpcrdma__drc_ent {
 	struct rpcrdma_ddp_item items[RPCRDMA_DEF_LIST_CHUNKS];
 };
 
+/* A client (an address) with entries in the cache. */
+struct drc_client {
+	uint32_t family;
+	uint8_t addr[16];
+	struct drc_client *hnext;                 /* its hash chain */
+	struct drc_client *prev, *next;           /* every client */
+	struct rpcrdma__drc_ent *oldest, *newest; /* its kept replies */
+	uint32_t n;                               /* its entries, running or kept */
+};
+
 struct rpcrdma__drc {
 	struct rpcrdma__drc_ent **table;
 	uint32_t mask;
 	uint32_t max_entries, reply_max;
+	uint64_t max_bytes;
+	struct drc_client *clients[DRC_CLIENT_BUCKETS];
+	struct drc_client *all;                   /* every client with entries */
+	uint32_t nclients;
+	struct drc_client *hog;                   /* the one with most entries, when known */
 	struct rpcrdma__drc_ent *oldest, *newest;
 	struct rpcrdma__drc_ent *spare;   /* the last one evicted, for the next call: no
 					     malloc or free a call once the cache is full */
 	struct rpcrdma_svc_drc_stats st;
 };
 
-struct rpcrdma__drc *rpcrdma__drc_new(uint32_t max_entries, uint32_t reply_max)
+/* knfsd's size (nfsd_cache_size_limit): 64 entries per square root of the memory's 4 KiB
+ * pages, at most 256k; 160k on a host of 24 GiB. */
+uint32_t rpcrdma__drc_entries_for(uint64_t mem_bytes)
+{
+	uint64_t pages = mem_bytes / 4096, r = 0, n;
+
+	while ((r + 1) * (r + 1) <= pages)   /* integer square root: r*r <= pages */
+		r = r ? (r + pages / r) / 2 : (pages > 1 ? pages / 2 : 1);
+	while (r * r > pages)
+		r--;
+	n = 64 * r;
+	if (n < 1024)
+		n = 1024;
+	return n > DRC_MAX_DEFAULT ? DRC_MAX_DEFAULT : (uint32_t)n;
+}
+
+struct rpcrdma__drc *rpcrdma__drc_new(uint32_t max_entries, uint32_t reply_max,
+				      uint64_t max_bytes)
 {
 	struct rpcrdma__drc *d = calloc(1, sizeof(*d));
 	uint32_t n = 16;
 
 	if (!d)
 		return NULL;
+	d->max_bytes = max_bytes;
 	while (n < max_entries && n < (1u << 20))
 		n <<= 1;
 	d->table = calloc(n, sizeof(*d->table));
@@ -61,8 +105,59 @@ struct rpcrdma__drc *rpcrdma__drc_new(uint32_t max_entries, uint32_t reply_max)
 	return d;
 }
 
+static uint32_t addr_hash(uint32_t family, const uint8_t *addr)
+{
+	return mix_sum(family, addr, 16) & (DRC_CLIENT_BUCKETS - 1);
+}
+
+static struct drc_client *client_get(struct rpcrdma__drc *d, const struct rpcrdma__drc_key *k)
+{
+	struct drc_client **b = &d->clients[addr_hash(k->family, k->addr)], *c;
+
+	for (c = *b; c; c = c->hnext)
+		if (c->family == k->family && !memcmp(c->addr, k->addr, sizeof(c->addr)))
+			return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->family = k->family;
+	memcpy(c->addr, k->addr, sizeof(c->addr));
+	c->hnext = *b;
+	*b = c;
+	c->next = d->all;
+	if (d->all)
+		d->all->prev = c;
+	d->all = c;
+	d->nclients++;
+	return c;
+}
+
+static void client_put(struct rpcrdma__drc *d, struct drc_client *c)
+{
+	struct drc_client **pp;
+
+	if (--c->n)
+		return;
+	for (pp = &d->clients[addr_hash(c->family, c->addr)]; *pp != c; pp = &(*pp)->hnext)
+		;
+	*pp = c->hnext;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		d->all = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (d->hog == c)
+		d->hog = NULL;
+	d->nclients--;
+	free(c);
+}
+
 static void ent_free(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
 {
+	if (e->cl)
+		client_put(d, e->cl);
+	e->cl = NULL;
 	d->st.bytes -= e->bytes;
 	d->st.entries--;
 	if (!d->spare) {
@@ -108,7 +203,7 @@ void rpcrdma__drc_free(struct rpcrdma__drc *d)
 		free(d->spare->reply);
 	free(d->spare);
 	free(d->table);
-	free(d);
+	free(d);   /* every client went with its last entry */
 }
 
 /* The checksum tells apart two calls that share an XID by chance (a client restarted,
@@ -196,6 +291,15 @@ static void age_unlink(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
 	else
 		d->newest = e->older;
 	e->older = e->newer = NULL;
+	if (e->c_older)
+		e->c_older->c_newer = e->c_newer;
+	else
+		e->cl->oldest = e->c_newer;
+	if (e->c_newer)
+		e->c_newer->c_older = e->c_older;
+	else
+		e->cl->newest = e->c_older;
+	e->c_older = e->c_newer = NULL;
 }
 
 static void evict(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
@@ -206,20 +310,92 @@ static void evict(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
 	ent_free(d, e);
 }
 
-/* The oldest kept replies go while there are more than max entries, and any kept
- * longer than DRC_TTL_MS. */
-static void make_room(struct rpcrdma__drc *d, uint32_t max, uint64_t now_ms)
+/* Replies kept longer than DRC_TTL_MS go, oldest first. */
+static void expire(struct rpcrdma__drc *d, uint64_t now_ms)
 {
-	while (d->oldest && (d->st.entries > max || now_ms - d->oldest->kept_ms > DRC_TTL_MS)) {
+	while (d->oldest && now_ms - d->oldest->kept_ms > DRC_TTL_MS) {
 		evict(d, d->oldest);
+		d->st.evicted++;
+	}
+}
+
+/* The client with the most entries that has a reply kept. */
+static struct drc_client *find_hog(struct rpcrdma__drc *d)
+{
+	struct drc_client *c, *hog = NULL;
+
+	for (c = d->all; c; c = c->next)
+		if (c->oldest && (!hog || c->n > hog->n))
+			hog = c;
+	return d->hog = hog;
+}
+
+/* Whose reply gives way for room when `who` (NULL: nobody in particular) needs it: its
+ * own oldest while it would hold more than its share, else the oldest of the client holding
+ * the most (over its share, since the cache is full). NULL when only running calls are
+ * left. */
+static struct rpcrdma__drc_ent *victim(struct rpcrdma__drc *d, const struct drc_client *who)
+{
+	uint32_t share = d->max_entries / (d->nclients ? d->nclients : 1);
+	struct drc_client *hog = d->hog;
+
+	if (who && who->oldest && who->n > share)
+		return who->oldest;
+	if (!hog || !hog->oldest || hog->n < share)
+		hog = find_hog(d);
+	return hog ? hog->oldest : NULL;
+}
+
+static bool full(const struct rpcrdma__drc *d, uint32_t max)
+{
+	return d->st.entries > max || d->st.bytes > d->max_bytes;
+}
+
+/* Kept replies go, by share, while there are more than max entries or max_bytes. */
+static void make_room(struct rpcrdma__drc *d, uint32_t max, const struct drc_client *who)
+{
+	struct rpcrdma__drc_ent *e;
+
+	while (full(d, max) && (e = victim(d, who)) != NULL) {
+		evict(d, e);
 		d->st.evicted++;
 	}
 }
 
 void rpcrdma__drc_expire(struct rpcrdma__drc *d, uint64_t now_ms)
 {
-	if (d)
-		make_room(d, d->max_entries, now_ms);
+	if (d) {
+		expire(d, now_ms);
+		make_room(d, d->max_entries, NULL);
+	}
+}
+
+/* A new entry for the call k, running, its client's share kept. */
+static int add(struct rpcrdma__drc *d, const struct rpcrdma__drc_key *k, uint32_t h,
+	       uint64_t now_ms, struct rpcrdma__drc_ent **out)
+{
+	struct drc_client *c = client_get(d, k);
+	struct rpcrdma__drc_ent *e;
+
+	*out = NULL;
+	if (!c)
+		return RPCRDMA__DRC_NEW;   /* served without the cache */
+	c->n++;   /* counted before room is made: its share is what it will hold */
+	expire(d, now_ms);
+	make_room(d, d->max_entries - 1, c);   /* room for this one */
+	*out = e = ent_get(d);
+	if (!e) {
+		client_put(d, c);
+		return RPCRDMA__DRC_NEW;
+	}
+	e->k = *k;
+	e->cl = c;
+	e->hnext = d->table[h];
+	d->table[h] = e;
+	d->st.entries++;
+	if (!d->hog || c->n > d->hog->n)
+		d->hog = c;
+	return RPCRDMA__DRC_NEW;
 }
 
 int rpcrdma__drc_lookup(struct rpcrdma__drc *d, const struct rpcrdma__drc_key *k,
@@ -243,15 +419,7 @@ int rpcrdma__drc_lookup(struct rpcrdma__drc *d, const struct rpcrdma__drc_key *k
 	}
 	if (e)
 		evict(d, e);   /* too old to be this call's */
-	make_room(d, d->max_entries - 1, now_ms);   /* room for this one */
-	*out = e = ent_get(d);
-	if (!e)
-		return RPCRDMA__DRC_NEW;   /* served without the cache */
-	e->k = *k;
-	e->hnext = d->table[h];
-	d->table[h] = e;
-	d->st.entries++;
-	return RPCRDMA__DRC_NEW;
+	return add(d, k, h, now_ms, out);
 }
 
 void rpcrdma__drc_forget(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
@@ -303,6 +471,7 @@ int rpcrdma__drc_keep(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e,
 	}
 	d->st.bytes += e->bytes;
 	d->st.kept++;
+	make_room(d, d->max_entries, e->cl);   /* within max_bytes; e is not a victim yet */
 	e->kept = 1;
 	e->kept_ms = now_ms;
 	e->older = d->newest;
@@ -311,6 +480,12 @@ int rpcrdma__drc_keep(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e,
 	else
 		d->oldest = e;
 	d->newest = e;
+	e->c_older = e->cl->newest;
+	if (e->cl->newest)
+		e->cl->newest->c_newer = e;
+	else
+		e->cl->oldest = e;
+	e->cl->newest = e;
 	return 1;
 }
 

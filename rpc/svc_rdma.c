@@ -30,7 +30,7 @@
 #define DEF_CREDITS 32u
 #define DEF_RECV_BUDGET 32768u
 #define ACCEPT_MS 5000
-#define DEF_DRC_ENTRIES 1024u
+#define DRC_AVG_REPLY 256u   /* knfsd keeps replies of up to 256 bytes (RC_REPLBUFF) */
 #define DEF_DRC_REPLY_MAX 4096u
 
 struct srv;
@@ -1631,6 +1631,27 @@ static const struct xp_ops lst_ops = {
 	.xp_destroy = lst_destroy,
 };
 
+/* The duplicate request cache sized by memory, as knfsd's (svc_drc.c): 160k entries on
+ * a host of 24 GiB. */
+static int32_t drc_default_entries(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	if (pages <= 0 || size <= 0)
+		return (int32_t)rpcrdma__drc_entries_for(0);
+	return (int32_t)rpcrdma__drc_entries_for((uint64_t)pages * (uint64_t)size);
+}
+
+/* Its replies' bytes: knfsd's 256 a reply on average when sized by memory (so at most
+ * 64 MiB of replies, with 256k entries); as many as the entries hold when the program
+ * chose their number (opts, as the program gave them). */
+static uint64_t drc_bytes(const struct rpcrdma_svc_opts *opts, int32_t entries)
+{
+	if (!opts || !opts->drc_entries)
+		return (uint64_t)entries * DRC_AVG_REPLY;
+	return UINT64_MAX;
+}
+
 static void svc_defaults(struct rpcrdma_svc_opts *o, const struct rpcrdma_svc_opts *in)
 {
 	memset(o, 0, sizeof(*o));
@@ -1645,7 +1666,7 @@ static void svc_defaults(struct rpcrdma_svc_opts *o, const struct rpcrdma_svc_op
 	if (!o->recv_budget)
 		o->recv_budget = DEF_RECV_BUDGET;
 	if (!o->drc_entries)
-		o->drc_entries = DEF_DRC_ENTRIES;
+		o->drc_entries = drc_default_entries();
 	if (!o->drc_reply_max)
 		o->drc_reply_max = DEF_DRC_REPLY_MAX;
 	o->busy_poll_us = o->busy_poll_us ? rpcrdma__busy_poll_cap(o->busy_poll_us)
@@ -1748,7 +1769,8 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 		s->epfd = -1;
 	}
 	if (s->opts.drc_entries > 0 &&
-	    !(s->drc = rpcrdma__drc_new((uint32_t)s->opts.drc_entries, s->opts.drc_reply_max))) {
+	    !(s->drc = rpcrdma__drc_new((uint32_t)s->opts.drc_entries, s->opts.drc_reply_max,
+					drc_bytes(opts, s->opts.drc_entries)))) {
 		rpcrdma__create_err("out of memory");
 		goto out_fd;
 	}

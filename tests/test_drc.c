@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The server's duplicate request cache (rpc/svc_drc.c): what makes two calls the same,
- * what a kept reply holds, and the bounds (entries, reply length, age). */
+ * what a kept reply holds, and the bounds (entries, bytes, reply length, age, a share
+ * per client). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static void key_of(struct rpcrdma__drc_key *k, uint32_t xid, const char *ip, uin
 
 static bool same_key(const struct rpcrdma__drc_key *a, const struct rpcrdma__drc_key *b)
 {
-	struct rpcrdma__drc *d = rpcrdma__drc_new(8, 4096);
+	struct rpcrdma__drc *d = rpcrdma__drc_new(8, 4096, UINT64_MAX);
 	struct rpcrdma__drc_ent *e;
 	int found;
 
@@ -76,7 +77,7 @@ static void test_drc_key(void)
  * byte from a copy (the original's memory is gone). */
 static void test_drc_running_then_kept(void)
 {
-	struct rpcrdma__drc *d = rpcrdma__drc_new(8, 4096);
+	struct rpcrdma__drc *d = rpcrdma__drc_new(8, 4096, UINT64_MAX);
 	struct rpcrdma__drc_ent *e, *e2;
 	struct rpcrdma_svc_drc_stats st;
 	uint8_t xdr[64], item[100];
@@ -115,7 +116,7 @@ static void test_drc_running_then_kept(void)
  * reply leaves nothing. */
 static void test_drc_too_long_and_forget(void)
 {
-	struct rpcrdma__drc *d = rpcrdma__drc_new(8, 100);
+	struct rpcrdma__drc *d = rpcrdma__drc_new(8, 100, UINT64_MAX);
 	struct rpcrdma__drc_ent *e;
 	struct rpcrdma_svc_drc_stats st;
 	uint8_t xdr[64], item[40];
@@ -144,7 +145,7 @@ static void test_drc_too_long_and_forget(void)
  * evicted (their count is the credits'), so the cache may hold more of them. */
 static void test_drc_bounded(void)
 {
-	struct rpcrdma__drc *d = rpcrdma__drc_new(4, 4096);
+	struct rpcrdma__drc *d = rpcrdma__drc_new(4, 4096, UINT64_MAX);
 	struct rpcrdma__drc_ent *e, *run[6];
 	struct rpcrdma_svc_drc_stats st;
 	uint8_t xdr[16] = { 0 };
@@ -183,7 +184,7 @@ static void test_drc_bounded(void)
  * idle server's expiry drops it without a lookup. */
 static void test_drc_expires(void)
 {
-	struct rpcrdma__drc *d = rpcrdma__drc_new(8, 4096);
+	struct rpcrdma__drc *d = rpcrdma__drc_new(8, 4096, UINT64_MAX);
 	struct rpcrdma__drc_ent *e;
 	struct rpcrdma_svc_drc_stats st;
 	uint8_t xdr[16] = { 0 };
@@ -209,6 +210,100 @@ static void test_drc_expires(void)
 	rpcrdma__drc_free(d);
 }
 
+/* A share per client: a client sending calls as fast as it can (the flood of one busy or
+ * hostile client) evicts its own oldest replies and none of the few another client keeps
+ * within the reconnect window. Before, one LRU of all: the quiet client's 3 replies went
+ * after 4 of the other's calls. */
+static void test_drc_share(void)
+{
+	struct rpcrdma__drc *d = rpcrdma__drc_new(64, 4096, UINT64_MAX);
+	struct rpcrdma__drc_ent *e;
+	struct rpcrdma_svc_drc_stats st;
+	uint8_t xdr[16] = { 0 };
+	struct rpcrdma_reply_args a = { xdr, sizeof(xdr), NULL, 0 };
+	struct rpcrdma__drc_key k;
+	uint32_t x, kept = 0;
+
+	for (x = 0; x < 3; x++) {
+		key_of(&k, 10 + x, "10.0.0.1", 700, 7, xdr, 4);
+		rpcrdma__drc_lookup(d, &k, x, &e);
+		rpcrdma__drc_keep(d, e, &a, x);
+	}
+	for (x = 0; x < 100000; x++) {
+		key_of(&k, 1000 + x, "10.0.0.2", 800, 7, xdr, 4);
+		rpcrdma__drc_lookup(d, &k, 10, &e);
+		rpcrdma__drc_keep(d, e, &a, 10);
+	}
+	rpcrdma__drc_stats(d, &st);
+	CHECK_EQ_U(st.entries, 64);
+	for (x = 0; x < 3; x++) {
+		key_of(&k, 10 + x, "10.0.0.1", 701, 7, xdr, 4);   /* sent again, a new port */
+		CHECK_EQ_I(rpcrdma__drc_lookup(d, &k, 20, &e), RPCRDMA__DRC_KEPT);
+	}
+	/* the busy one keeps the rest: its newest */
+	for (x = 100000 - 61; x < 100000; x++) {
+		key_of(&k, 1000 + x, "10.0.0.2", 800, 7, xdr, 4);
+		kept += rpcrdma__drc_lookup(d, &k, 20, &e) == RPCRDMA__DRC_KEPT;
+	}
+	CHECK_EQ_U(kept, 61);
+	/* a third client takes its share from the one over it, not from the quiet one */
+	for (x = 0; x < 30; x++) {
+		key_of(&k, 5000 + x, "10.0.0.3", 900, 7, xdr, 4);
+		rpcrdma__drc_lookup(d, &k, 30, &e);
+		rpcrdma__drc_keep(d, e, &a, 30);
+	}
+	for (x = 0; x < 3; x++) {
+		key_of(&k, 10 + x, "10.0.0.1", 701, 7, xdr, 4);
+		CHECK_EQ_I(rpcrdma__drc_lookup(d, &k, 40, &e), RPCRDMA__DRC_KEPT);
+	}
+	for (kept = 0, x = 30; x-- > 0;) {   /* newest first: a miss adds an entry */
+		key_of(&k, 5000 + x, "10.0.0.3", 900, 7, xdr, 4);
+		kept += rpcrdma__drc_lookup(d, &k, 40, &e) == RPCRDMA__DRC_KEPT;
+	}
+	CHECK_EQ_U(kept, 21);   /* its share: 64 / 3 */
+	rpcrdma__drc_free(d);
+}
+
+/* Bytes bound the cache as entries do: the oldest replies go to keep a new one within
+ * max_bytes. */
+static void test_drc_bytes(void)
+{
+	struct rpcrdma__drc *d = rpcrdma__drc_new(100, 4096, 1000);
+	struct rpcrdma__drc_ent *e;
+	struct rpcrdma_svc_drc_stats st;
+	uint8_t xdr[300] = { 0 };
+	struct rpcrdma_reply_args a = { xdr, sizeof(xdr), NULL, 0 };
+	struct rpcrdma__drc_key k;
+	uint32_t x;
+
+	for (x = 0; x < 5; x++) {
+		key_of(&k, 10 + x, "10.0.0.1", 700, 7, xdr, 4);
+		rpcrdma__drc_lookup(d, &k, x, &e);
+		CHECK_EQ_I(rpcrdma__drc_keep(d, e, &a, x), 1);
+	}
+	rpcrdma__drc_stats(d, &st);
+	CHECK_EQ_U(st.bytes, 900);
+	CHECK_EQ_U(st.entries, 3);
+	CHECK_EQ_U(st.evicted, 2);
+	key_of(&k, 14, "10.0.0.1", 700, 7, xdr, 4);
+	CHECK_EQ_I(rpcrdma__drc_lookup(d, &k, 10, &e), RPCRDMA__DRC_KEPT);
+	key_of(&k, 11, "10.0.0.1", 700, 7, xdr, 4);
+	CHECK_EQ_I(rpcrdma__drc_lookup(d, &k, 10, &e), RPCRDMA__DRC_NEW);
+	rpcrdma__drc_free(d);
+}
+
+/* Sized by memory as knfsd sizes its cache: 64 entries per square root of the 4 KiB
+ * pages, at least 1024 here, at most 256k. */
+static void test_drc_sized_by_memory(void)
+{
+	CHECK_EQ_U(rpcrdma__drc_entries_for(0), 1024);
+	CHECK_EQ_U(rpcrdma__drc_entries_for(64ull << 20), 64 * 128);         /* 16k pages */
+	CHECK_EQ_U(rpcrdma__drc_entries_for(1ull << 30), 64 * 512);          /* 256k pages */
+	CHECK_EQ_U(rpcrdma__drc_entries_for(24ull << 30), 64 * 2508);        /* 6M pages */
+	CHECK_EQ_U(rpcrdma__drc_entries_for(1ull << 40), 256 * 1024);
+	CHECK_EQ_U(rpcrdma__drc_entries_for((1ull << 30) + 4096), 64 * 512);
+}
+
 int main(int argc, char **argv)
 {
 	HARNESS_BEGIN(argc, argv);
@@ -217,5 +312,8 @@ int main(int argc, char **argv)
 	RUN(test_drc_too_long_and_forget);
 	RUN(test_drc_bounded);
 	RUN(test_drc_expires);
+	RUN(test_drc_share);
+	RUN(test_drc_bytes);
+	RUN(test_drc_sized_by_memory);
 	HARNESS_END();
 }

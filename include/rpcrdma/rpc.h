@@ -174,8 +174,10 @@ struct rpcrdma_svc_opts {
 				      they finish, as knfsd's do); 0 or 1: one at a time, in
 				      the order they arrived */
 	int32_t drc_entries;       /* the duplicate request cache (docs/RPC.md): replies kept
-				      for calls sent again after a reconnection; 0: 1024
-				      entries, -1: no cache */
+				      for calls sent again after a reconnection, a share per
+				      client; 0: sized by memory as knfsd's (64 per square
+				      root of the 4 KiB pages, 1024 to 256k, 256 bytes of
+				      replies each), -1: no cache */
 	uint32_t drc_reply_max;    /* replies longer than this (bytes, DDP items included) are
 				      not kept; 0: 4096 */
 	int lend_args;             /* opaques decoded by xdr_rdma_ddp_bytes() in svc_getargs()
