@@ -82,9 +82,66 @@ assert rtt and re.match(r"rtt min/avg/max/p99 = [0-9.]+/[0-9.]+/[0-9.]+/[0-9.]+ 
 print("ping -s 16m:", times[0].group(0).strip(), "|", rtt[0])
 PY
 
+# ---- perf ----
+# --compare against a named server without its TCP port: a usage error, not a run that
+# quietly leaves out the comparison (as ping --tirpc)
+usage_error "--tcp-port" perf "127.0.0.1:$rport" --compare --ops null --seconds 0.05
 kill -TERM "$spid"
 wait "$spid"
 spid=
+
+# the raw ceiling in the text output is text, not bench_prov's JSON
+"$BIN" perf --ops null --depths 1 --seconds 0.05 --compare >"$out/pc" 2>&1 || fail "perf --compare: $(cat "$out/pc")"
+grep -q '{' "$out/pc" && fail "perf --compare prints JSON in its text: $(grep '{' "$out/pc")"
+grep -Eq '^  raw/tcp +send_pingpong .*avg [0-9.]+ us' "$out/pc" || fail "perf --compare: no raw ceiling line: $(cat "$out/pc")"
+# a ceiling that the RPC beats was measured while something disturbed it: said so, and
+# no ratio above 1 (a bench_prov that reports 10 ms ping-pongs stands in for a busy host)
+mkdir "$out/fake"
+cp "$BIN" "$out/fake/rpcrdma"
+printf '%s\n' '#!/bin/sh' \
+	"echo '{\"transport\":\"raw/tcp\",\"op\":\"send_pingpong\",\"size\":64,\"depth\":1,\"round_trips\":5,\"avg_us\":10000.00,\"p50_us\":10000.00,\"p99_us\":10000.00}'" \
+	>"$out/fake/bench_prov"
+chmod +x "$out/fake/bench_prov"
+"$out/fake/rpcrdma" perf --ops null --depths 1 --seconds 0.1 --compare >"$out/pd" 2>&1 || fail "perf --compare (disturbed): $(cat "$out/pd")"
+grep -q 'vs raw/tcp: no ratio: .*disturbed' "$out/pd" && ! grep -q 'x calls/s of raw' "$out/pd" ||
+	fail "a ratio above 1 against the raw ceiling: $(grep raw "$out/pd")"
+"$out/fake/rpcrdma" perf --ops null --depths 1 --seconds 0.1 --compare --json >"$out/pdj" 2>/dev/null || fail "perf --compare --json (disturbed)"
+python3 - "$out/pdj" <<'PY' || fail "perf --json, disturbed ceiling: $(cat "$out/pdj")"
+import json, sys
+raw = [r for r in json.load(open(sys.argv[1]))["ratios"] if "raw" in r["ratio"]]
+assert raw and all(r["value"] is None and r["ceiling_disturbed"] for r in raw), raw
+PY
+# intervals labelled as asked (-i 0.25: 0.00-0.25, not 0.0-0.3)
+"$BIN" perf --ops null --depths 1 --seconds 1 -i 0.25 >"$out/pi" 2>&1 || fail "perf -i 0.25: $(cat "$out/pi")"
+for l in '(0.00-0.25 s)' '(0.25-0.50 s)' '(0.50-0.75 s)'; do
+	grep -qF "$l" "$out/pi" || fail "perf -i 0.25: no interval $l: $(cat "$out/pi")"
+done
+# -P: a row per connection and their sum in every interval, as iperf3 -P
+"$BIN" perf --ops null --depths 2 --seconds 0.6 -i 0.2 -P 3 >"$out/pp" 2>&1 || fail "perf -P 3 -i: $(cat "$out/pp")"
+for l in '(0.0-0.2 s)  [1]' '(0.0-0.2 s)  [3]' '(0.0-0.2 s)  [SUM]' '(0.2-0.4 s)  [SUM]'; do
+	grep -qF -- "$l" "$out/pp" || fail "perf -P 3 -i 0.2: no row $l: $(cat "$out/pp")"
+done
+"$BIN" perf --ops null --depths 2 --seconds 0.6 -i 0.2 -P 3 --json >"$out/ppj" 2>/dev/null || fail "perf -P 3 -i --json"
+python3 - "$out/ppj" <<'PY' || fail "perf -P 3 -i --json: $(cat "$out/ppj")"
+import json, sys
+iv = json.load(open(sys.argv[1]))["intervals"]
+sums = [i for i in iv if "stream" not in i]
+streams = [i for i in iv if "stream" in i]
+assert len(sums) >= 2 and all(i["connections"] == 3 for i in sums), iv
+assert len(streams) == 3 * len(sums) and {i["stream"] for i in streams} == {1, 2, 3}, iv
+for s in sums:
+    mine = [i["calls_per_s"] for i in streams if i["t"] == s["t"]]
+    assert abs(sum(mine) - s["calls_per_s"]) <= 3, (s, mine)
+print("perf -P 3 -i 0.2:", len(sums), "intervals of 3 streams and their sum")
+PY
+# a run that fails says so in its summary, and the document has every list CLI.md names
+"$BIN" perf 127.0.0.1:1 --ops null --seconds 0.05 --json >"$out/pf" 2>/dev/null && fail "perf to a closed port succeeded"
+python3 - "$out/pf" <<'PY' || fail "perf --json of a failed run: $(cat "$out/pf")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["summary"]["failed"] >= 1 and d["errors"], d
+assert all(d[k] == [] for k in ("results", "ratios", "idle")), d
+PY
 
 [ $rc -eq 0 ] && echo "cli operator: ok"
 exit $rc

@@ -42,6 +42,8 @@ void cli_json_error(const char *cmd, const char *text);
  * when nothing was begun. */
 int json_doc_args(int argc, char **argv);
 void json_doc_begin(void);
+/* A list of the document (e.g. "ratios") that is written, as [], even when empty. */
+void json_doc_keep(const char *name);
 void json_doc_end(void);
 
 /* Hex: whitespace, ':' and a leading "0x" are ignored. Returns bytes or -1. */

@@ -403,32 +403,89 @@ static void print_table_head(void)
 }
 
 /* -i: while a figure is measured, every interval the calls completed in it, as iperf3
- * reports; the figure itself is printed at the end as without -i. */
+ * reports; the figure itself is printed at the end as without -i. With -P, a row per
+ * connection ("stream", as iperf3 says) and their sum. */
+#define MAX_STREAMS 64
 struct reporter {
 	struct cfg *c;
 	const struct result *r;   /* transport, op, size, depth */
 	struct slot *sl;
 	int n;
+	int streams;              /* -P: slots [k*depth, (k+1)*depth) are stream k */
 	double t0, end;
 };
 
-static void print_interval(const struct reporter *rp, double t, double dt, uint64_t calls)
+/* Decimals that show the interval as given: 0.25 s intervals are 0.00-0.25, not 0.0-0.3. */
+static int whole(double x)
+{
+	double r = (double)(long)(x + 0.5);
+
+	return x - r < 1e-6 && r - x < 1e-6;
+}
+
+static int interval_decimals(double iv)
+{
+	return whole(iv * 10) ? 1 : whole(iv * 100) ? 2 : 3;
+}
+
+/* One row: stream k (1-based), or the sum of every stream (k 0). Over [a, b] of the
+ * figure's time, by the clock; the rate is over dt, the time really elapsed. */
+static void print_interval(const struct reporter *rp, int k, double a, double b, double dt,
+			   uint64_t calls)
 {
 	double cps = calls / dt, mbps = calls * (double)rp->r->size / dt / 1e6;
+	int dec = interval_decimals(rp->c->interval);
+	char who[16] = "";
 
-	if (rp->c->json)
+	if (rp->streams > 1)
+		snprintf(who, sizeof(who), k ? "  [%d]" : "  [SUM]", k);
+	if (rp->c->json) {
 		printf("{\"interval\":{\"transport\":\"%s\",\"op\":\"%s\",\"size\":%u,"
-		       "\"depth\":%d,\"t\":%.1f,\"calls_per_s\":%.0f,\"MBps\":%.1f}}\n",
-		       rp->r->transport, op_names[rp->r->op], rp->r->size, rp->r->depth, t, cps, mbps);
-	else if (rp->c->csv)
-		fprintf(stderr, "%s %s %u %d %.1f-%.1f s: %.0f calls/s %.1f MB/s\n",
-			rp->r->transport, op_names[rp->r->op], rp->r->size, rp->r->depth, t - dt,
-			t, cps, mbps);
-	else {
+		       "\"depth\":%d,", rp->r->transport, op_names[rp->r->op], rp->r->size,
+		       rp->r->depth);
+		if (rp->streams > 1 && k)
+			printf("\"stream\":%d,", k);
+		else if (rp->streams > 1)
+			printf("\"connections\":%d,", rp->streams);
+		printf("\"start\":%.*f,\"t\":%.*f,\"calls_per_s\":%.0f,\"MBps\":%.1f}}\n", dec,
+		       a, dec, b, cps, mbps);
+	} else if (rp->c->csv) {
+		fprintf(stderr, "%s %s %u %d %.*f-%.*f s: %.0f calls/s %.1f MB/s%s\n",
+			rp->r->transport, op_names[rp->r->op], rp->r->size, rp->r->depth, dec, a,
+			dec, b, cps, mbps, who);
+	} else {
 		print_table_head();
-		printf("%-10s %-5s %9u %5d %11.0f %9.1f  (%.1f-%.1f s)\n", rp->r->transport,
-		       op_names[rp->r->op], rp->r->size, rp->r->depth, cps, mbps, t - dt, t);
+		printf("%-10s %-5s %9u %5d %11.0f %9.1f  (%.*f-%.*f s)%s\n", rp->r->transport,
+		       op_names[rp->r->op], rp->r->size, rp->r->depth, cps, mbps, dec, a, dec, b, who);
 	}
+}
+
+/* Calls each stream completed so far (streams of depth slots each). */
+static void stream_counts(const struct reporter *rp, uint64_t *per)
+{
+	int i, per_stream = rp->n / rp->streams;
+
+	memset(per, 0, sizeof(*per) * (size_t)rp->streams);
+	for (i = 0; i < rp->n; i++)
+		per[i / per_stream] += __atomic_load_n(&rp->sl[i].completed, __ATOMIC_RELAXED);
+}
+
+static void report_interval(const struct reporter *rp, int k, double last, double now,
+			    uint64_t *before)
+{
+	uint64_t per[MAX_STREAMS], sum = 0, sum_before = 0;
+	double iv = rp->c->interval;
+	int i;
+
+	stream_counts(rp, per);
+	for (i = 0; i < rp->streams; i++) {
+		if (rp->streams > 1)
+			print_interval(rp, i + 1, k * iv, (k + 1) * iv, now - last, per[i] - before[i]);
+		sum += per[i];
+		sum_before += before[i];
+		before[i] = per[i];
+	}
+	print_interval(rp, 0, k * iv, (k + 1) * iv, now - last, sum - sum_before);
 	fflush(stdout);
 }
 
@@ -436,12 +493,12 @@ static void *report_loop(void *arg)
 {
 	struct reporter *rp = arg;
 	double last = rp->t0;
-	uint64_t before = 0;
+	uint64_t before[MAX_STREAMS] = { 0 };
+	int k = 0;
 
 	while (running(rp->end)) {
-		double next = last + rp->c->interval, now = now_s();
-		uint64_t sum = 0;
-		int i;
+		/* on the interval's grid from the figure's start: labels stay exact */
+		double next = rp->t0 + (k + 1) * rp->c->interval, now = now_s();
 
 		if (next > rp->end)
 			break;   /* the figure itself covers the last stretch */
@@ -453,11 +510,9 @@ static void *report_loop(void *arg)
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		for (i = 0; i < rp->n; i++)
-			sum += __atomic_load_n(&rp->sl[i].completed, __ATOMIC_RELAXED);
-		print_interval(rp, now - rp->t0, now - last, sum - before);
-		before = sum;
+		report_interval(rp, k, last, now, before);
 		last = now;
+		k++;
 	}
 	return NULL;
 }
@@ -573,7 +628,7 @@ static int measure(struct cfg *c, const char *provider, int op, uint32_t size, i
 			sl[i].buf = arena ? arena + (size_t)i * size : malloc(size ? size : 1);
 	}
 	if (c->interval > 0) {
-		rep = (struct reporter){ c, r, sl, nslots, t0, end };
+		rep = (struct reporter){ c, r, sl, nslots, conns, t0, end };
 		reporting = !pthread_create(&rth, NULL, report_loop, &rep);
 	}
 	if (!provider || depth == 1) {
@@ -891,6 +946,45 @@ static double json_num(const char *line, const char *key)
 	return p ? atof(p + strlen(key)) : 0;
 }
 
+/* A string member of one of bench_prov's objects, into out ("" if none). */
+static void json_str(const char *line, const char *key, char *out, size_t cap)
+{
+	const char *p = strstr(line, key), *e;
+
+	out[0] = 0;
+	if (!p)
+		return;
+	p += strlen(key);
+	e = strchr(p, '"');
+	if (e && (size_t)(e - p) < cap) {
+		memcpy(out, p, (size_t)(e - p));
+		out[e - p] = 0;
+	}
+}
+
+/* One of bench_prov's JSON objects as a line of text beside the table. */
+static void print_raw_text(FILE *f, const char *line)
+{
+	char tr[32], op[32];
+
+	json_str(line, "\"transport\":\"", tr, sizeof(tr));
+	json_str(line, "\"op\":\"", op, sizeof(op));
+	if (!tr[0] || !op[0]) {
+		fprintf(f, "  raw: %s", line);   /* not a figure: as it came */
+		return;
+	}
+	fprintf(f, "  %-10s %-15s %9.0f B %3.0f in flight:", tr, op, json_num(line, "\"size\":"),
+		json_num(line, "\"depth\":"));
+	if (strstr(line, "\"MBps\":"))
+		fprintf(f, " %.0f ops/s, %.1f MB/s\n", json_num(line, "\"ops_per_s\":"),
+			json_num(line, "\"MBps\":"));
+	else if (strstr(line, "\"p99_us\":"))
+		fprintf(f, " avg %.1f us, p50 %.1f us, p99 %.1f us\n", json_num(line, "\"avg_us\":"),
+			json_num(line, "\"p50_us\":"), json_num(line, "\"p99_us\":"));
+	else
+		fprintf(f, " avg %.2f us\n", json_num(line, "\"avg_us\":"));
+}
+
 #ifndef RPCRDMA_LIBEXEC_REL
 #define RPCRDMA_LIBEXEC_REL "../libexec/rpcrdma"
 #endif
@@ -933,7 +1027,7 @@ static void raw_ceiling(const struct cfg *c, const char *provider, struct raw *o
 		int big = strstr(line, "\"size\":1048576") != NULL;
 
 		if (!c->json)
-			fprintf(text_out(c), "  raw: %s", line);
+			print_raw_text(text_out(c), line);
 		else
 			fputs(line, stdout);
 		if (strstr(line, "\"op\":\"rpc_pattern\","))   /* not rpc_pattern_reg */
@@ -981,17 +1075,37 @@ static double raw_for(const struct result *r, const struct raw *raw, const char 
 	return 0;
 }
 
+/* The RPC cannot beat the bare provider doing less: when it seems to, the ceiling's
+ * own run was slowed (a busy host), and a ratio above 1 would mean nothing. */
+static void print_disturbed(const struct cfg *c, const struct result *a, const struct result *b,
+			    const char *what, double x, double y)
+{
+	if (c->json)
+		printf("{\"ratio\":\"%s/%s\",\"op\":\"%s\",\"size\":%u,\"depth\":%d,\"what\":\"%s\","
+		       "\"value\":null,\"ceiling_disturbed\":true,\"rpc\":%.1f,\"raw\":%.1f}\n",
+		       a->transport, b->transport, op_names[a->op], a->size, a->depth, what, x, y);
+	else
+		fprintf(text_out(c), "  %s vs %s: no ratio: the RPC measured %.1f, above the raw "
+			"ceiling's %.1f (%s): the ceiling's measurement was disturbed (a busy "
+			"host?); run perf --compare again\n", a->transport, b->transport, x, y, what);
+}
+
 static void compare_raw(const struct cfg *c, const struct result *r, const struct raw *raw)
 {
 	const char *what = "";
-	double v = raw_for(r, raw, &what);
+	double v = raw_for(r, raw, &what), x;
 	struct result rr;
 
 	if (v <= 0)
 		return;
 	memset(&rr, 0, sizeof(rr));
 	snprintf(rr.transport, sizeof(rr.transport), "raw/%s", c->provider);
-	print_ratio(c, r, &rr, what, r->op == OP_NULL ? r->calls_s : r->mbps, v);
+	x = r->op == OP_NULL ? r->calls_s : r->mbps;
+	if (x > v) {
+		print_disturbed(c, r, &rr, what, x, v);
+		return;
+	}
+	print_ratio(c, r, &rr, what, x, v);
 }
 
 /* One row of the --svg chart: this figure over RDMA, over libtirpc and raw. */
@@ -1081,9 +1195,10 @@ static void usage(FILE *f)
 	      "--seconds S (default 1; the run takes about S x the figures, twice that with\n"
 	      "--compare). Without HOST it starts\n"
 	      "`rpcrdma serve` in a child on loopback. --compare also runs each over ONC RPC/TCP\n"
-	      "(libtirpc; needs the server's --tcp port) and the raw provider ceiling\n"
-	      "(bench_prov), and prints ratios. --check verifies every payload. echo (not in\n"
-	      "the default set) sends its data inline both ways: long calls and replies.\n"
+	      "(libtirpc; with HOST, give the server's --tcp port as --tcp-port) and the\n"
+	      "raw provider ceiling (bench_prov), and prints ratios. --check verifies every\n"
+	      "payload. echo (not in the default set) sends its data inline both ways: long\n"
+	      "calls and replies.\n"
 	      "--svg FILE draws the figures (with --compare: against ONC RPC/TCP and raw) as\n"
 	      "a chart a browser opens. setup (in the default set) times a new client, its\n"
 	      "connection and its first NULL reply, one client after another. --busy N keeps\n"
@@ -1093,9 +1208,10 @@ static void usage(FILE *f)
 	      "measured, and its RSS and descriptors after they close (with --compare, over\n"
 	      "ONC RPC/TCP too).\n"
 	      "--json: one document at the end, {\"run\":{...},\"results\":[...],\"ratios\":[...],\n"
-	      "\"summary\":{...}}; --json-lines: the same objects one per line, as they come.\n"
+	      "\"idle\":[...],\"summary\":{...}}; --json-lines: the same objects one per line, as they come.\n"
 	      "-i SECONDS (--interval): while each figure is measured, the calls/s and MB/s of\n"
-	      "every interval, as iperf3 reports (JSON: {\"interval\":...} objects).\n"
+	      "every interval, as iperf3 reports (JSON: {\"interval\":...} objects; with -P,\n"
+	      "a row per connection and their [SUM]).\n"
 	      "-P N (--parallel): N connections at once, each with the depth's calls in flight\n"
 	      "(ONC RPC/TCP: depth x N connections of one call each).\n"
 	      "--prereg: the client's buffers (WRITE's data, READ's result buffers) and the\n"
@@ -1202,6 +1318,12 @@ static int parse(int argc, char **argv, struct cfg *c)
 			"no HOST\n");
 		return -1;
 	}
+	if (c->compare && optind == argc - 1 && !c->tcp_port) {
+		/* else the libtirpc half of the comparison would quietly not run */
+		fprintf(stderr, "rpcrdma perf: --compare with HOST needs the server's ONC RPC/TCP "
+			"port (serve --tcp PORT): give --tcp-port PORT\n");
+		return -1;
+	}
 	if (optind == argc - 1)
 		return ps_parse_addr("perf", argv[optind], c->host, sizeof(c->host), &c->port,
 				     PS_DEFAULT_PORT) < 0 ? -1 : 0;
@@ -1292,6 +1414,12 @@ int cmd_perf(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	/* the document's lists, as CLI.md shows them, are there in every run */
+	json_doc_keep("results");
+	json_doc_keep("ratios");
+	json_doc_keep("idle");
+	if (c.interval > 0)
+		json_doc_keep("intervals");
 	if (c.idle)
 		ps_raise_fd_limit();   /* before the server is forked: it inherits it */
 	if (!c.host[0] && start_server(&c)) {
@@ -1340,6 +1468,7 @@ int cmd_perf(int argc, char **argv)
 
 				progress(&c, k, total, (total - k) * c.secs * (c.compare ? 2 : 1));
 				if (measure(&c, c.provider, o, size, depth, &r)) {
+					failed++;   /* the summary says the run failed */
 					rc = EXIT_FAIL;
 					goto out;
 				}
@@ -1352,6 +1481,7 @@ int cmd_perf(int argc, char **argv)
 					goto out;
 				if (c.compare && c.tcp_port) {
 					if (measure(&c, NULL, o, size, depth, &t)) {
+						failed++;
 						rc = EXIT_FAIL;
 						goto out;
 					}
