@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Peers that lie, one server for all of them (issue 50: `rpcrdma serve` once died with
+# SIGSEGV after this sequence): calls whose chunks claim 4 GiB under keys never
+# registered, malformed headers and 1,000 random Sends over 10 connections, four times
+# the credit grant back to back, then 200 connections that never send. After each wave a
+# well-behaved client is served (ping, with data checked by perf), the server is alive,
+# and its log gives a reason for each connection it ended. ROUNDS (default 2) runs the
+# whole sequence that many times against the same server.
+# Usage: test_liars.sh BUILD_DIR tcp|shm|verbs [ROUNDS]
+set -u
+BIN=$1/rpcrdma
+LIAR=$1/liar_peer
+PROV=$2
+ROUNDS=${3:-2}
+PEER_LIB_TMP=1
+. "$(dirname "$0")/peer_lib.sh"
+if [ "$PROV" = verbs ] && ! rdma_device_here; then
+	echo "SKIPPED: no RDMA device here"
+	exit 77
+fi
+rc=0
+fail() { echo "FAIL: $*"; rc=1; }
+
+start_server "$out/serve" "$BIN" serve --provider "$PROV" --listen "$H:0" -v
+rport=$port
+alive() {
+	kill -0 "$spid" 2>/dev/null && return 0
+	wait "$spid"
+	echo "the server died (status $?):"
+	tail -20 "$out/serve"
+	return 1
+}
+served() {
+	timeout 60 "$BIN" ping "$H:$rport" --provider "$PROV" -c 2 >"$out/ping" 2>&1 &&
+		timeout 60 "$BIN" perf "$H:$rport" --provider "$PROV" --sizes 4k,1m --depths 4 \
+			--check --seconds 1 --ops read,write >"$out/perf" 2>&1 && return 0
+	cat "$out/ping" "$out/perf" 2>/dev/null
+	return 1
+}
+wave() {
+	timeout 120 "$LIAR" "$PROV" "$H" "$rport" "$@" || fail "liar_peer $* exited $?"
+	alive || { fail "the server died after: $*"; return 1; }
+	served || fail "a well-behaved client was not served after: $*"
+}
+
+served || fail "first client"
+for r in $(seq "$ROUNDS"); do
+	echo "== round $r"
+	wave chunks || break
+	wave garbage || break
+	wave overrun || break
+	# the silent ones are held while a client is served beside them
+	timeout 60 "$LIAR" "$PROV" "$H" "$rport" silent 200 6 >"$out/silent" 2>&1 &
+	lpid=$!
+	sleep 3
+	cat "$out/silent"
+	alive || { fail "the server died beside the silent connections"; break; }
+	served || fail "a client was not served beside 200 silent connections"
+	wait "$lpid" || fail "liar_peer silent exited $?"
+	alive || { fail "the server died after the silent connections"; break; }
+done
+served || fail "last client"
+# every connection the server ended has a reason in its log
+ended=$(grep -c 'lost the connection' "$out/serve")
+bare=$(grep 'lost the connection' "$out/serve" | grep -vc '(.*)')
+echo "the server ended $ended connections, each with its reason ($bare without)"
+grep 'lost the connection' "$out/serve" | sed 's/.*lost the connection from [^ ]* *//' |
+	sort | uniq -c | sort -rn | head -8
+[ "$bare" -eq 0 ] || fail "connections ended without a reason"
+[ "$ended" -gt 0 ] || fail "no liar's connection was ended"
+[ $rc -eq 0 ] && echo "PASS: $ROUNDS rounds of lying peers over $PROV; the server served every honest client"
+exit $rc
