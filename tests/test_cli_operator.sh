@@ -82,6 +82,51 @@ assert rtt and re.match(r"rtt min/avg/max/p99 = [0-9.]+/[0-9.]+/[0-9.]+/[0-9.]+ 
 print("ping -s 16m:", times[0].group(0).strip(), "|", rtt[0])
 PY
 
+# ---- errors ----
+# serve's bind error says which: the port is in use, or the address is not this host's
+says_fail() {   # EXPECTED_TEXT ARGS...: exit 1 and the text on stderr
+	local want=$1 got
+	shift
+	timeout 30 "$BIN" "$@" >/dev/null 2>"$out/err"
+	got=$?
+	if [ "$got" -ne 1 ] || ! grep -qF -- "$want" "$out/err"; then
+		fail "rpcrdma $*: exit $got, stderr: $(head -3 "$out/err") (wanted 1 and \"$want\")"
+	else
+		echo "rpcrdma $*: $(head -1 "$out/err")"
+	fi
+}
+says_fail "port $rport is in use (bind: Address already in use)" serve --listen "127.0.0.1:$rport"
+says_fail "port $rport is in use (bind: Address already in use)" serve --listen "$rport"
+# 192.0.2.1 (TEST-NET-1) is no address of this host
+says_fail "192.0.2.1 is not an address of this host (bind: Cannot assign requested address)" \
+	serve --listen 192.0.2.1:0
+# with -v, a failed connect is said once (the library's log), not twice
+"$BIN" ping -v 127.0.0.1:1 -c 1 >/dev/null 2>"$out/v"
+[ "$(grep -c 'connection refused' "$out/v")" -eq 1 ] || fail "ping -v to a closed port: $(cat "$out/v")"
+"$BIN" ping 127.0.0.1:1 -c 1 >/dev/null 2>"$out/v"
+[ "$(grep -c '^rpcrdma ping: connect to 127.0.0.1 port 1: connection refused' "$out/v")" -eq 1 ] ||
+	fail "ping to a closed port: $(cat "$out/v")"
+# a usage error is its line and where the help is, not the whole help (as iperf3)
+for args in "perf -Z" "perf --sizes 4q" "ping --bogus 127.0.0.1" "ping 127.0.0.1 -c x" \
+	"serve --threads 0" "serve x" "decode --bogus" "encode --bogus" "info --bogus" "version x" "nosuch"; do
+	# shellcheck disable=SC2086
+	"$BIN" $args >/dev/null 2>"$out/u"
+	urc=$?
+	n=$(wc -l <"$out/u")
+	[ "$urc" -eq 2 ] && [ "$n" -eq 2 ] && grep -q "^Try 'rpcrdma.*--help'" "$out/u" ||
+		fail "rpcrdma $args: exit $urc, $n lines on stderr: $(head -3 "$out/u")"
+done
+# decode --pcap of a file that is no capture: invalid input (2), said as the tool's
+printf 'not a capture at all, no' >"$out/x.pcap"
+"$BIN" decode --pcap "$out/x.pcap" >/dev/null 2>"$out/d"
+drc=$?
+[ "$drc" -eq 2 ] && grep -q "^rpcrdma decode: $out/x.pcap: not a classic pcap file" "$out/d" ||
+	fail "decode --pcap of a non-pcap file: exit $drc, $(cat "$out/d")"
+"$BIN" decode --pcap "$out/none.pcap" >/dev/null 2>"$out/d"
+drc=$?
+[ "$drc" -eq 1 ] && grep -q "^rpcrdma decode: $out/none.pcap: No such file" "$out/d" ||
+	fail "decode --pcap of a missing file: exit $drc, $(cat "$out/d")"
+
 # ---- perf ----
 # --compare against a named server without its TCP port: a usage error, not a run that
 # quietly leaves out the comparison (as ping --tirpc)

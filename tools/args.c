@@ -2,6 +2,7 @@
 /* Command-line values, checked: each helper takes the whole text or nothing, and names
  * the option and the bad value in its message (exit status 2, as a usage error). */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,13 @@ int arg_size(const char *cmd, const char *opt, const char *s, uint64_t max, uint
 	return 0;
 }
 
+/* After a usage error's own line: where the rest is, as iperf3 and GNU tools say it
+ * (not the whole help: the line that names the mistake stays in sight). */
+void cli_try_help(const char *cmd)
+{
+	fprintf(stderr, "Try 'rpcrdma %s --help' for more information.\n", cmd);
+}
+
 void cli_catch(void (*fn)(int), int usr1, int restart)
 {
 	struct sigaction sa;
@@ -126,4 +134,38 @@ void cli_json_error(const char *cmd, const char *text)
 	}
 	printf("\",\"command\":\"%s\"}\n", cmd);
 	fflush(stdout);
+}
+
+/* The library's log, written as the library writes it ("rpcrdma error: ..."), but the
+ * last error line is kept: a failure the log has already shown (with -v, a connect that
+ * failed) is then not printed a second time by the command. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_error[512];
+
+static void cli_log(void *ctx, int level, const char *line)
+{
+	static const char *const names[] = { "off", "error", "warn", "info", "debug" };
+
+	(void)ctx;
+	fprintf(stderr, "rpcrdma %s: %s\n", names[level >= 0 && level <= 4 ? level : 4], line);
+	if (level == RPCRDMA_LOG_ERROR) {
+		pthread_mutex_lock(&log_lock);
+		snprintf(last_error, sizeof(last_error), "%s", line);
+		pthread_mutex_unlock(&log_lock);
+	}
+}
+
+void cli_log_install(void)
+{
+	rpcrdma_log_set_fn(cli_log, NULL);
+}
+
+int cli_log_said(const char *text)
+{
+	int said;
+
+	pthread_mutex_lock(&log_lock);
+	said = last_error[0] && !strcmp(last_error, text);
+	pthread_mutex_unlock(&log_lock);
+	return said;
 }

@@ -21,6 +21,8 @@ int cmd_perf(int argc, char **argv);
 /* Checked option values (args.c): 0, or -1 after a message naming cmd, opt and s. */
 /* A word the command does not take: says so, returns EXIT_USAGE (print usage after). */
 int arg_unknown(const char *cmd, const char *arg);
+/* "Try 'rpcrdma CMD --help' ...": the line that follows a usage error's message. */
+void cli_try_help(const char *cmd);
 int arg_uint(const char *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
 	     uint64_t *out);
 int arg_double(const char *cmd, const char *opt, const char *s, double min, double max,
@@ -30,6 +32,11 @@ int arg_size(const char *cmd, const char *opt, const char *s, uint64_t max, uint
 /* Install fn for SIGINT and SIGTERM (and SIGUSR1 when usr1) with sigaction: it stays for
  * every signal, not the first only. restart 0: a wait in progress returns at once. */
 void cli_catch(void (*fn)(int), int usr1, int restart);
+
+/* The library's log through the tool (args.c): lines as the library writes them; and
+ * whether its last error line was text (then the command need not print it again). */
+void cli_log_install(void);
+int cli_log_said(const char *text);
 
 /* With --json, a failure is also one object on standard output:
  * {"error":"TEXT","command":"CMD"}, the text JSON-escaped. */

@@ -115,7 +115,7 @@ int cmd_decode(int argc, char **argv)
 			return EXIT_OK;
 		} else if (argv[i][0] == '-' && argv[i][1] == '-') {
 			arg_unknown("decode", argv[i]);
-			decode_usage(stderr);
+			cli_try_help("decode");
 			return EXIT_USAGE;
 		} else
 			nhex++;
@@ -125,7 +125,7 @@ int cmd_decode(int argc, char **argv)
 	if (pcap || fields) {
 		fprintf(stderr, "rpcrdma decode: %s\n", pcap ? "--pcap takes no hex, --call or --reply" :
 				"--fields needs --pcap");
-		decode_usage(stderr);
+		cli_try_help("decode");
 		return EXIT_USAGE;
 	}
 	buf = malloc(MAX_MSG);
@@ -190,13 +190,13 @@ int cmd_encode(int argc, char **argv)
 			path = argv[i];
 		else {
 			arg_unknown("encode", argv[i]);
-			encode_usage(stderr);
+			cli_try_help("encode");
 			return EXIT_USAGE;
 		}
 	}
 	if (!json) {
 		fputs("rpcrdma encode: --json is required (the only input form)\n", stderr);
-		encode_usage(stderr);
+		cli_try_help("encode");
 		return EXIT_USAGE;
 	}
 	if (path && !(in = fopen(path, "r"))) {

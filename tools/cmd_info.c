@@ -68,7 +68,7 @@ int cmd_info(int argc, char **argv)
 			return EXIT_OK;
 		} else {
 			arg_unknown("info", argv[i]);
-			fputs("usage: rpcrdma info [--json]\n", stderr);
+			cli_try_help("info");
 			return EXIT_USAGE;
 		}
 	}

@@ -4,6 +4,7 @@
  * (microsecond or nanosecond, either byte order) of Ethernet frames; Sends split into
  * FIRST / MIDDLE / LAST are put back together per destination QP. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ static uint32_t rd32(const uint8_t *p, int swap)
 	return swap ? __builtin_bswap32(v) : v;
 }
 
+/* 0; -1: the file cannot be read (a failure); -2: it is no pcap file (invalid input). */
 static int pcap_open_in(const char *path, struct pcap_in *in)
 {
 	uint8_t h[24];
@@ -61,7 +63,7 @@ static int pcap_open_in(const char *path, struct pcap_in *in)
 
 	in->f = fopen(path, "rb");
 	if (!in->f) {
-		perror(path);
+		fprintf(stderr, "rpcrdma decode: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
 	if (fread(h, 1, sizeof(h), in->f) != sizeof(h))
@@ -70,16 +72,17 @@ static int pcap_open_in(const char *path, struct pcap_in *in)
 	in->swap = magic == 0xd4c3b2a1u || magic == 0x4d3cb2a1u;
 	magic = rd32(h, in->swap);
 	if ((magic != 0xa1b2c3d4u && magic != 0xa1b23c4du) || rd32(h + 20, in->swap) != 1) {
-		fprintf(stderr, "%s: not a classic pcap file of Ethernet frames\n", path);
+		fprintf(stderr, "rpcrdma decode: %s: not a classic pcap file of Ethernet frames\n",
+			path);
 		goto out_close;
 	}
 	in->frame = 0;
 	return 0;
 bad:
-	fprintf(stderr, "%s: too short for a pcap file\n", path);
+	fprintf(stderr, "rpcrdma decode: %s: too short for a pcap file\n", path);
 out_close:
 	fclose(in->f);
-	return -1;
+	return -2;
 }
 
 /* 1: a frame; 0: end of file; -1: a damaged file */
@@ -95,7 +98,8 @@ static int pcap_next(struct pcap_in *in, struct frame *fr)
 	fr->incl = rd32(h + 8, in->swap);
 	fr->orig = rd32(h + 12, in->swap);
 	if (fr->incl > FRAME_CAP) {
-		fprintf(stderr, "frame %" PRIu64 ": %u bytes, more than the %u this reader takes\n",
+		fprintf(stderr, "rpcrdma decode: frame %" PRIu64 ": %u bytes, more than the %u this "
+			"reader takes\n",
 			in->frame + 1, fr->incl, FRAME_CAP);
 		return -1;
 	}
@@ -318,18 +322,24 @@ int cmd_decode_pcap(const char *path, int json, int fields, int body)
 	struct send_view v;
 	int rc = -1, invalid = 0, i;
 
-	if (!fl || !fr || pcap_open_in(path, &in))
+	if (!fl || !fr)
+		goto out_free;
+	rc = pcap_open_in(path, &in);
+	if (rc)
 		goto out_free;
 	while ((rc = pcap_next(&in, fr)) == 1)
 		if (send_view(fr, &v) == 0)
 			invalid += handle_send(fl, in.frame, &v, &o);
-	if (rc < 0)
-		fprintf(stderr, "%s: damaged after frame %" PRIu64 "\n", path, in.frame);
+	if (rc < 0) {
+		fprintf(stderr, "rpcrdma decode: %s: damaged after frame %" PRIu64 "\n", path,
+			in.frame);
+		rc = -2;   /* what the file holds is wrong: invalid input, as a bad message */
+	}
 	fclose(in.f);
 out_free:
 	for (i = 0; fl && i < FLOWS; i++)
 		free(fl[i].buf);
 	free(fl);
 	free(fr);
-	return rc < 0 ? EXIT_FAIL : invalid ? EXIT_USAGE : EXIT_OK;
+	return rc == -1 ? EXIT_FAIL : rc < 0 || invalid ? EXIT_USAGE : EXIT_OK;
 }

@@ -67,7 +67,7 @@ static int version(int argc, char **argv)
 	}
 	if (argc > 1) {
 		arg_unknown("version", argv[1]);
-		fputs("usage: rpcrdma version\n", stderr);
+		cli_try_help("version");
 		return EXIT_USAGE;
 	}
 	printf("rpcrdma %s (library %s)\n", RPCRDMA_VERSION_STRING, rpcrdma_version());
@@ -85,6 +85,7 @@ int main(int argc, char **argv)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
+	cli_log_install();
 	argc = take_log_flags(argc, argv);
 
 	if (argc < 2) {
@@ -111,6 +112,6 @@ int main(int argc, char **argv)
 			return rc;
 		}
 	fprintf(stderr, "rpcrdma: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fputs("Try 'rpcrdma --help' for the commands.\n", stderr);
 	return EXIT_USAGE;
 }

@@ -1411,7 +1411,7 @@ int cmd_perf(int argc, char **argv)
 	uint64_t verified = 0, bad_payloads = 0;
 
 	if (parse(argc, argv, &c)) {
-		usage(stderr);
+		cli_try_help("perf");
 		return EXIT_USAGE;
 	}
 	/* the document's lists, as CLI.md shows them, are there in every run */

@@ -123,13 +123,12 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 			o->snaplen = (uint32_t)v;
 			break;
 		case 'h': usage(stdout); exit(EXIT_OK);
-		default: usage(stderr); return EXIT_USAGE;
+		default: return EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc) {
 		fprintf(stderr, "rpcrdma ping: %s\n", optind >= argc ? "which host? (HOST[:PORT])"
 							 : "one host only");
-		usage(stderr);
 		return EXIT_USAGE;
 	}
 	has_port = ps_parse_addr("ping", argv[optind], o->host, sizeof(o->host), &o->port, 0);
@@ -144,7 +143,6 @@ static int parse(int argc, char **argv, struct ping_opts *o)
 	if (o->size && o->callback) {
 		fprintf(stderr, "rpcrdma ping: -s and --callback do not go together (a callback "
 				"carries 64 bytes)\n");
-		usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (!o->provider && o->callback) {
@@ -295,6 +293,8 @@ int cmd_ping(int argc, char **argv)
 	int rc;
 
 	rc = parse(argc, argv, &o);
+	if (rc == EXIT_USAGE)
+		cli_try_help("ping");
 	if (rc != EXIT_OK)
 		return rc;
 	if (o.size && !(o.payload = malloc(o.size)))

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
 #include "cli.h"
 #include "perf_common.h"
@@ -219,6 +221,57 @@ static void usage(FILE *f)
 	      PS_PCAP_USAGE, f);
 }
 
+/* The library says a listener could not bind as "the port is in use, or the address is
+ * not one of this host's": the provider does not say which. A socket of our own tells:
+ * binding the address with port 0 fails only when the address is not this host's
+ * (EADDRNOTAVAIL); binding the port too, when something holds it (EADDRINUSE: over tcp
+ * the provider's listener is a TCP socket). NULL when neither answers. */
+static const char *why_no_bind(const char *provider, const char *host, uint16_t port)
+{
+	static char why[320];
+	struct addrinfo hints, *ai = NULL;
+	char ps[8];
+	int s, e;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	if (getaddrinfo(host, "0", &hints, &ai) || !ai)
+		return NULL;
+	s = socket(ai->ai_family, SOCK_STREAM, 0);
+	e = s < 0 || !bind(s, ai->ai_addr, ai->ai_addrlen) ? 0 : errno;
+	if (s >= 0)
+		close(s);
+	freeaddrinfo(ai);
+	if (e == EADDRNOTAVAIL) {
+		snprintf(why, sizeof(why), "listen on %s port %u: %s is not an address of this "
+			 "host (bind: %s); give one of its addresses, or none for all", host, port,
+			 host, strerror(e));
+		return why;
+	}
+	snprintf(ps, sizeof(ps), "%u", port);
+	if (!port || strcmp(provider, "tcp") || getaddrinfo(host, ps, &hints, &ai) || !ai)
+		return NULL;
+	s = socket(ai->ai_family, SOCK_STREAM, 0);
+	e = s < 0 || !bind(s, ai->ai_addr, ai->ai_addrlen) ? 0 : errno;
+	if (s >= 0)
+		close(s);
+	freeaddrinfo(ai);
+	if (e != EADDRINUSE)
+		return NULL;
+	snprintf(why, sizeof(why), "listen on %s port %u: port %u is in use (bind: %s); "
+		 "`ss -ltnp 'sport = :%u'` shows what holds it", host ? host : "*", port, port,
+		 strerror(e), port);
+	return why;
+}
+
+/* The message named the mistake; the rest is in --help. */
+static int usage_error(void)
+{
+	cli_try_help("serve");
+	return EXIT_USAGE;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -245,32 +298,31 @@ int cmd_serve(int argc, char **argv)
 		case 'p': provider = optarg; break;
 		case 'l':
 			if (ps_parse_listen("serve", optarg, host, sizeof(host), &port))
-				return EXIT_USAGE;
+				return usage_error();
 			break;
 		case 't':
 			if (arg_uint("serve", "--threads", optarg, 1, 1024, &v))
-				return EXIT_USAGE;
+				return usage_error();
 			threads = (int)v;
 			break;
 		case 'T':
 			if (arg_uint("serve", "--tcp", optarg, 0, 65535, &v))
-				return EXIT_USAGE;
+				return usage_error();
 			tcp = (int)v;
 			break;
 		case PS_OPT_PCAP: pcap = optarg; break;
 		case PS_OPT_SNAPLEN:
 			if (arg_uint("serve", "--pcap-snaplen", optarg, 0, UINT32_MAX, &v))
-				return EXIT_USAGE;
+				return usage_error();
 			snaplen = (uint32_t)v;
 			break;
 		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_USAGE;
+		default: return usage_error();
 		}
 	}
 	if (optind != argc) {
 		fprintf(stderr, "rpcrdma serve: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return EXIT_USAGE;
+		return usage_error();
 	}
 	ps_raise_fd_limit();
 	if (pcap && ps_pcap_start(pcap, snaplen))
@@ -279,8 +331,12 @@ int cmd_serve(int argc, char **argv)
 			    threads == 1 && !ps_callbacks_enabled, &rport,
 			    &tport, NULL);
 	if (!listener) {
-		const char *why = ps_serve_error();
+		const char *why = ps_serve_error(), *which = NULL;
 
+		if (strstr(why, "the port is in use, or the address is not"))
+			which = why_no_bind(provider, host[0] ? host : NULL, port);
+		if (which)
+			why = which;
 		fprintf(stderr, "rpcrdma serve: %s\n", why);
 		if (json)
 			cli_json_error("serve", why);

@@ -374,7 +374,8 @@ void ps_explain_create_error(const char *cmd, const char *provider, const char *
 		snprintf(text, sizeof(text), "%s", why);
 	else
 		snprintf(text, sizeof(text), "%s port %u:%s", host, port, clnt_spcreateerror(""));
-	fprintf(stderr, "rpcrdma %s: %s\n", cmd, text);
+	if (!cli_log_said(text))   /* -v: the library's log said it already */
+		fprintf(stderr, "rpcrdma %s: %s\n", cmd, text);
 	if (json)
 		cli_json_error(cmd, text);
 }
