@@ -147,10 +147,10 @@ printf '%s\n' '#!/bin/sh' \
 	"echo '{\"transport\":\"raw/tcp\",\"op\":\"send_pingpong\",\"size\":64,\"depth\":1,\"round_trips\":5,\"avg_us\":10000.00,\"p50_us\":10000.00,\"p99_us\":10000.00}'" \
 	>"$out/fake/bench_prov"
 chmod +x "$out/fake/bench_prov"
-"$out/fake/rpcrdma" perf --ops null --depths 1 --seconds 0.1 --compare >"$out/pd" 2>&1 || fail "perf --compare (disturbed): $(cat "$out/pd")"
+LD_LIBRARY_PATH="$(dirname "$BIN")" "$out/fake/rpcrdma" perf --ops null --depths 1 --seconds 0.1 --compare >"$out/pd" 2>&1 || fail "perf --compare (disturbed): $(cat "$out/pd")"
 grep -q 'vs raw/tcp: no ratio: .*disturbed' "$out/pd" && ! grep -q 'x calls/s of raw' "$out/pd" ||
 	fail "a ratio above 1 against the raw ceiling: $(grep raw "$out/pd")"
-"$out/fake/rpcrdma" perf --ops null --depths 1 --seconds 0.1 --compare --json >"$out/pdj" 2>/dev/null || fail "perf --compare --json (disturbed)"
+LD_LIBRARY_PATH="$(dirname "$BIN")" "$out/fake/rpcrdma" perf --ops null --depths 1 --seconds 0.1 --compare --json >"$out/pdj" 2>/dev/null || fail "perf --compare --json (disturbed)"
 python3 - "$out/pdj" <<'PY' || fail "perf --json, disturbed ceiling: $(cat "$out/pdj")"
 import json, sys
 raw = [r for r in json.load(open(sys.argv[1]))["ratios"] if "raw" in r["ratio"]]
@@ -186,6 +186,23 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["summary"]["failed"] >= 1 and d["errors"], d
 assert all(d[k] == [] for k in ("results", "ratios", "idle")), d
+PY
+
+# info: the text's key size is the JSON's (it said 32bit where JSON said 8 bytes)
+"$BIN" info --json >"$out/ij" 2>/dev/null
+"$BIN" info >"$out/it" 2>/dev/null
+python3 - "$out/ij" "$out/it" <<'PY' || fail "info's key sizes: $(head -3 "$out/it")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {}
+for l in open(sys.argv[2]):
+    if l.strip():
+        rows.setdefault(l.split()[0], l)   # a provider's row comes before its notes
+provs = d["providers"]
+for p in provs:
+    name, ks = p["provider"], p["key_size_bytes"]
+    assert name in rows, name
+    assert ("%d B" % ks) in rows[name], (name, ks, rows[name])
 PY
 
 [ $rc -eq 0 ] && echo "cli operator: ok"

@@ -43,10 +43,22 @@ static void print_json(const struct rpcrdma_prov_caps *c, const char *note)
 	       note[0] ? "false" : "true");
 }
 
+/* The provider's key size in bytes, as JSON's key_size_bytes says; RFC 5666 handles are
+ * 32 bits whatever it is (the legend). */
+static const char *key_text(const struct rpcrdma_prov_caps *c, char *buf, size_t len)
+{
+	if (!c->key_size)
+		return "-";
+	snprintf(buf, len, "%u B", c->key_size);
+	return buf;
+}
+
 static void print_row(const struct rpcrdma_prov_caps *c, const char *note)
 {
+	char key[16];
+
 	printf("%-8s %-20s %-5s %-9s %-7s %-9s %-8s %-6s %-5s %s\n", c->name, ep_type_name(c->ep_type),
-	       c->key_size ? (c->key_size >= 4 ? "32bit" : "short") : "-",
+	       key_text(c, key, sizeof(key)),
 	       c->prov_keys ? "provider" : "ours", c->virt_addr ? "vaddr" : "offset",
 	       c->write_send_ordered ? "yes" : "no (waits)", c->enforces_access ? "yes" : "NO",
 	       c->has_fd == 1 ? "fd" : "poll", c->rma_iov_limit ? "yes" : "-",
@@ -103,7 +115,8 @@ int cmd_info(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		print_row(&caps[i], notes[i]);
 	puts("");
-	puts("keys: RFC 5666 handles are 32 bits; 'ours' = random keys we choose, never reused soon.");
+	puts("keys: bytes of the provider's memory keys (JSON: key_size_bytes); RFC 5666 carries\n"
+	     "32-bit handles. chosen by 'ours' = random 32-bit keys we choose, never reused soon.");
 	puts("W->S ord: an RDMA Write is placed before a later Send (RFC 5666 relies on it);");
 	puts("  where not, the engine waits for the Write's completion before sending.");
 	puts("access NO (shm): remote key, range and right are not checked (cross-memory attach):");
