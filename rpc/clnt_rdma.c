@@ -1017,7 +1017,7 @@ static int sleep_span(const struct rdma_clnt *ct, uint64_t limit, uint64_t due, 
  * server woken by our send could have run at once. A NULL call 5 ms after the last took
  * 171-283 us over tcp on this host, 62-179 us sleeping at once (libtirpc, which always
  * sleeps: 40-149 us), and a 100 ms call cost its caller 31 ms of CPU in polls.
- * docs/BENCHMARKS.md, "Latency after an idle gap". */
+ * docs/BENCHMARKS-HISTORY.md, "Latency after an idle gap". */
 #define QUIET_MS 2
 
 static int conn_quiet(const struct rdma_clnt *ct, uint64_t now)
@@ -1203,7 +1203,7 @@ static enum clnt_stat timed_out(struct rdma_clnt *ct, struct ccall *call)
 /* One caller at a time drives the connection for all who wait; the others sleep until
  * their call is done or the lead is passed to them. When every waiting thread polled,
  * each poll was a system call over tcp and each completion woke every sleeper: an
- * 8-thread client made ~29 system calls a call (docs/BENCHMARKS.md, "Short-lived
+ * 8-thread client made ~29 system calls a call (docs/BENCHMARKS-HISTORY.md, "Short-lived
  * processes in a crowd").
  * 1 when this caller drives: it leads (*lead), or it is inside a callback. */
 static int take_lead(struct rdma_clnt *ct, int *lead)

@@ -299,7 +299,8 @@ static void on_fatal(void *ctx, int reason)
 /* DDP results at least this long are written from the dispatcher's own memory and
  * svc_sendreply() returns once the RDMA Writes are done (the dispatcher may free its
  * results as soon as it returns); shorter ones are copied, which costs less than the wait.
- * Over shm a 1 MiB READ spent ~40% of the server's time in that copy (docs/BENCHMARKS.md).
+ * Over shm a 1 MiB READ spent ~40% of the server's time in that copy
+ * (docs/BENCHMARKS-HISTORY.md, "fifth step").
  * Never over a provider that copies RMA data into a socket itself (caps.rma_by_copy, tcp):
  * there each wait costs system calls that a batch of copied replies shares; nor while the
  * core is contended (items_to_lend). */

@@ -363,7 +363,7 @@ RPCRDMA__DL_LIB(fabric_lib, "libfabric.so.1", "RPCRDMA_LIBFABRIC", "libfabric1",
 /* ---- the psm libraries, left out ----
  * Debian's libfabric 1.17 needs libpsm_infinipath.so.1 and libpsm2.so.2 (for its psm and
  * psm2 providers), whose constructors sleep 100 ms each calibrating a clock, in every
- * process that loads libfabric: 0.2 s of a one-call process's 0.29 s (docs/BENCHMARKS.md,
+ * process that loads libfabric: 0.2 s of a one-call process's 0.29 s (docs/BENCHMARKS-HISTORY.md,
  * "Process start"). A library already loaded under a soname satisfies a later library's
  * need for it, so stand-ins that fail every call (psm_stub.c, installed in rpcrdma-psm/
  * beside this library) are loaded first: libfabric's psm providers then find no device,

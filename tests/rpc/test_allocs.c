@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* No allocation per call once a connection is warm (issue 13, docs/BENCHMARKS.md "eleventh
+/* No allocation per call once a connection is warm (issue 13, docs/BENCHMARKS-HISTORY.md "eleventh
  * step"): a client's calls and a server's requests reuse what the previous ones left — the
  * client's call records and encode buffers, the engine's calls with their inline reply
  * buffers, the provider's operation records, the server's queue entries and reply contexts.
