@@ -188,6 +188,18 @@ assert d["summary"]["failed"] >= 1 and d["errors"], d
 assert all(d[k] == [] for k in ("results", "ratios", "idle")), d
 PY
 
+# ping after its server is killed: each failure says why, with its errno
+start_server "$out/pk" "$BIN" serve --listen 127.0.0.1:0
+"$BIN" ping "127.0.0.1:$port" -c 6 -i 0.5 >"$out/pkp" 2>&1 &
+ppid=$!
+sleep 1.2
+kill -9 "$spid"
+wait "$spid" 2>/dev/null
+spid=
+wait "$ppid"
+grep -q '^seq=[0-9]*: RPC: Unable to send (Connection refused)' "$out/pkp" ||
+	fail "ping after the server was killed: $(grep '^seq' "$out/pkp" | tail -2)"
+
 # info: the text's key size is the JSON's (it said 32bit where JSON said 8 bytes)
 "$BIN" info --json >"$out/ij" 2>/dev/null
 "$BIN" info >"$out/it" 2>/dev/null

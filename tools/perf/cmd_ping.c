@@ -189,21 +189,43 @@ static void fmt_time(char *buf, size_t cap, double us)
 	snprintf(buf, cap, div == 1 ? "%.1f %s" : "%.2f %s", us / div, unit);
 }
 
-static void print_reply(const struct ping_opts *o, long seq, double dt, enum clnt_stat st)
+/* Why a call failed: the status, its errno where there is one, and what the library
+ * knows beyond it (as clnt_sperror(), without its prefix) */
+static const char *why_failed(CLIENT *cl, enum clnt_stat st, char *buf, size_t cap)
 {
-	char t[32];
+	const char *more = cl && cl->cl_netid && strcmp(cl->cl_netid, "tcp") ?
+				   rpcrdma_clnt_errtext(cl) : NULL;
+	struct rpc_err e;
+	int n;
+
+	memset(&e, 0, sizeof(e));
+	if (cl)
+		clnt_geterr(cl, &e);
+	n = snprintf(buf, cap, "%s", clnt_sperrno(st));
+	if (e.re_errno && (st == RPC_CANTSEND || st == RPC_CANTRECV || st == RPC_SYSTEMERROR) &&
+	    n > 0 && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, " (%s)", strerror(e.re_errno));
+	if (more && *more && n > 0 && (size_t)n < cap)
+		snprintf(buf + n, cap - (size_t)n, ": %s", more);
+	return buf;
+}
+
+static void print_reply(const struct ping_opts *o, CLIENT *cl, long seq, double dt,
+			enum clnt_stat st)
+{
+	char t[32], why[320];
 
 	fmt_time(t, sizeof(t), dt);
 	if (o->json && st == RPC_SUCCESS)
 		printf("{\"seq\":%ld,\"time_us\":%.1f}\n", seq, dt);
 	else if (o->json)
-		printf("{\"seq\":%ld,\"error\":\"%s\"}\n", seq, clnt_sperrno(st));
+		printf("{\"seq\":%ld,\"error\":\"%s\"}\n", seq, clnt_sperrno(st));   /* fixed texts */
 	else if (st == RPC_SUCCESS && o->size)
 		printf("ECHO reply: seq=%ld bytes=%u time=%s\n", seq, o->size, t);
 	else if (st == RPC_SUCCESS)
 		printf("%s reply: seq=%ld time=%s\n", o->callback ? "CALLBACK" : "NULL", seq, t);
 	else
-		printf("seq=%ld: %s\n", seq, clnt_sperrno(st));
+		printf("seq=%ld: %s\n", seq, why_failed(cl, st, why, sizeof(why)));
 	fflush(stdout);
 }
 
@@ -347,7 +369,7 @@ int cmd_ping(int argc, char **argv)
 			rtt[got++] = dt;
 			sum += dt;
 		}
-		print_reply(&o, sent, dt, st);
+		print_reply(&o, cl, sent, dt, st);
 		if (o.callback && st == RPC_SYSTEMERROR) {
 			fprintf(stderr, "rpcrdma ping: the server refused CALLBACK: it serves "
 					"callbacks only when started as `rpcrdma serve --callback`\n");
