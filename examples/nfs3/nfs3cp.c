@@ -202,6 +202,7 @@ static void usage(FILE *f)
 		"HOST:/export/dir\n"
 		"exactly one of SRC and DST is HOST:/export/path/file (IPv6: [ADDR]:/path)\n"
 		"  --provider P    RDMA provider: verbs (InfiniBand, RoCE, iWARP), tcp, shm\n"
+		"                  (default: $RPCRDMA_PROVIDER, else tcp)\n"
 		"  --port N        NFS/RDMA port (default: rpcbind's netid rdma, else 20049)\n"
 		"  --mount-port N  MOUNT v3 over TCP (default: asked of rpcbind)\n"
 		"  --chunk BYTES   bytes per READ or WRITE (default 1m; at most the server's\n"
@@ -264,6 +265,18 @@ static int pick_export(CLIENT *mc, const char *path, char *out, size_t cap)
 	return 0;
 }
 
+/* Without --mount-port, MOUNT's port comes from the server's rpcbind (port 111); a
+ * server without one (nfs3d with no rpcbind running) refuses that connection, which
+ * libtirpc reports as a bare "Connection refused". -1. */
+static int mount_hint(uint32_t mount_port)
+{
+	if (!mount_port)
+		fprintf(stderr, "nfs3cp: MOUNT's port is asked of the server's rpcbind (port 111); "
+				"if the server runs none, give the port its MOUNT service "
+				"listens on: --mount-port N (nfs3d prints it)\n");
+	return -1;
+}
+
 /* The root handle of the export holding path; *rest: what is left of path below it. */
 static int mount_root(const struct remote *r, const struct opts *o, nfs_fh3 *root,
 		      const char **rest)
@@ -280,7 +293,8 @@ static int mount_root(const struct remote *r, const struct opts *o, nfs_fh3 *roo
 		snprintf(what, sizeof(what), "MOUNT v3 over TCP at %s", r->host);
 		e = clnt_spcreateerror(what);
 		e[strcspn(e, "\n")] = 0;
-		return failf("%s", e);
+		failf("%s", e);
+		return mount_hint(o->mount_port);
 	}
 	auth_destroy(mc->cl_auth);
 	mc->cl_auth = authunix_create_default();
@@ -945,7 +959,8 @@ static int list_plain(struct nfs *n, const nfs_fh3 *dir, const char *path, unsig
 	return rc;
 }
 
-static int list(struct nfs *n, const char *path, const struct opts *o)
+/* full: the directory as the user named it (path is what is left below the export) */
+static int list(struct nfs *n, const char *path, const char *full, const struct opts *o)
 {
 	nfs_fh3 dir = { { 0, NULL } };
 	unsigned long count = 0;
@@ -955,7 +970,7 @@ static int list(struct nfs *n, const char *path, const struct opts *o)
 		rc = o->plain_readdir ? list_plain(n, &dir, path, &count)
 				      : list_plus(n, &dir, path, &count);
 	if (!rc && !o->quiet)
-		fprintf(stderr, "nfs3cp: %lu entries in %s:%s (%s)\n", count, n->host, path,
+		fprintf(stderr, "nfs3cp: %lu entries in %s:%s (%s)\n", count, n->host, full,
 			o->plain_readdir ? "READDIR" : "READDIRPLUS");
 	free(dir.data.data_val);
 	return rc;
@@ -1050,7 +1065,7 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = fsinfo(&n);
 	if (!rc)
-		rc = o.list ? list(&n, rest, &o)
+		rc = o.list ? list(&n, rest, src.path, &o)
 		     : rs   ? copy_from(&n, rest, argv[1], &o)
 			    : copy_to(&n, argv[0], rest, &o);
 	nfs_close(&n);

@@ -60,8 +60,20 @@ for p in $PROVS; do
 	cp "$out/src.bin" "$exp/from.bin"
 	copy "$H:$exp/from.bin" "$out/back.bin" || rc=1
 	cmp "$out/src.bin" "$out/back.bin" || rc=1
-	copy --list "$H:$exp" >"$out/list" || rc=1
+	copy --list "$H:$exp" >"$out/list" 2>"$out/list.err" || rc=1
 	grep -q ' from.bin$' "$out/list" && grep -q ' sub$' "$out/list" || { cat "$out/list"; rc=1; }
+	# the summary names the directory listed (it printed an empty path)
+	grep -qF "entries in $H:$exp (READDIRPLUS)" "$out/list.err" ||
+		{ echo "nfs3cp --list summary: $(cat "$out/list.err")"; rc=1; }
+	# without --mount-port and with no rpcbind to ask, the error says what to do
+	if ! (exec 3<>/dev/tcp/127.0.0.1/111) 2>/dev/null; then
+		timeout 60 "$BIN/nfs3cp" --provider "$p" --port "$rport" --list "$H:$exp" \
+			>/dev/null 2>"$out/nomount" && rc=1
+		grep -q -- '--mount-port N' "$out/nomount" ||
+			{ echo "no hint without rpcbind: $(cat "$out/nomount")"; rc=1; }
+	else
+		echo "rpcbind answers on port 111 here: the hint without it not checked"
+	fi
 	# a handle survives a SIGKILL and a restart on the same ports
 	echo kept >"$exp/kept"
 	"$BIN/check_nfs3d" "$p" "$H" "$rport" "$mport" "$exp" save "$out/fh" || rc=1
