@@ -200,6 +200,17 @@ wait "$ppid"
 grep -q '^seq=[0-9]*: RPC: Unable to send (Connection refused)' "$out/pkp" ||
 	fail "ping after the server was killed: $(grep '^seq' "$out/pkp" | tail -2)"
 
+# a host with no route to it (a network namespace with no interface up: nothing leaves
+# it) is said to be unreachable, at once; it was 'not an RPC-over-RDMA server'
+if unshare -n true 2>/dev/null; then
+	unshare -n timeout 30 "$BIN" ping 192.0.2.1 -c 1 >/dev/null 2>"$out/unreach" &&
+		fail "ping to a host with no route succeeded"
+	grep -q 'cannot be reached from here.*no route' "$out/unreach" ||
+		fail "ping to a host with no route: $(cat "$out/unreach")"
+else
+	echo "no network namespace here (unshare -n): the no-route message not checked"
+fi
+
 # info: the text's key size is the JSON's (it said 32bit where JSON said 8 bytes)
 "$BIN" info --json >"$out/ij" 2>/dev/null
 "$BIN" info >"$out/it" 2>/dev/null

@@ -27,6 +27,10 @@ int rpcrdma__fab_map_err(int fi_err)
 	case FI_EINVAL: return -RPCRDMA_ERR_INVAL;
 	case FI_EADDRNOTAVAIL:
 	case FI_EADDRINUSE:
+	case FI_EHOSTUNREACH:   /* no route: the address, not the peer, is the trouble */
+	case FI_ENETUNREACH:
+	case FI_EHOSTDOWN:
+	case FI_ENETDOWN:
 	case FI_ENODATA: return -RPCRDMA_ERR_ADDR;
 	default: return -RPCRDMA_ERR_IO;
 	}
