@@ -178,6 +178,7 @@ struct rpcrdma_eng_req {
 		uint32_t nremote;
 	} wr[RPCRDMA_DEF_LIST_CHUNKS + 1];
 	uint64_t done_deadline;
+	uint64_t send_at;              /* when the reply's Send was posted */
 	struct eng_asm as;
 	struct rpcrdma_msg_storage in_hdr;   /* decoded call header while reading */
 	struct rpcrdma_msg in;

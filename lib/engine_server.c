@@ -167,6 +167,7 @@ static int post_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 		return rc;
 	}
 	r->send_posted = true;
+	r->send_at = e->now;
 	/* once the reply is on its way the client may reuse the credit */
 	if (r->outstanding) {
 		r->outstanding = false;
@@ -950,11 +951,45 @@ void rpcrdma_eng_req_drop(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 /* ---- timers, failure, teardown ---- */
 
 /* RFC 5666 §11: a client that withholds RDMA_DONE must not hold server memory forever. */
+/* A reply's Send that has not completed for stall_timeout_ms: a client that stopped
+ * posting receives, to which the device retries the Send without end (the RNR retry
+ * count is the client's to set in its connection request, and 7 means for ever). The
+ * connection is as good as gone, and it holds the reply's memory and credits: it goes,
+ * counted as stalled. Returns when the oldest such Send is due, or UINT64_MAX. */
+static uint64_t send_stalled(struct rpcrdma_eng *e, uint64_t now, bool *failed)
+{
+	uint64_t limit = e->cfg.stall_timeout_ms, soonest = UINT64_MAX;
+	struct eng_link *k;
+
+	*failed = false;
+	if (!limit)
+		return UINT64_MAX;
+	for (k = e->reqs.head; k; k = k->next) {
+		const struct rpcrdma_eng_req *r = req_of(k);
+
+		if (!r->send_posted)
+			continue;
+		if (now - r->send_at >= limit) {
+			*failed = true;
+			return UINT64_MAX;
+		}
+		if (r->send_at + limit < soonest)
+			soonest = r->send_at + limit;
+	}
+	return soonest;
+}
+
 uint64_t rpcrdma__eng_server_tick(struct rpcrdma_eng *e, uint64_t now)
 {
 	struct eng_link *k, *nk;
-	uint64_t soonest = UINT64_MAX, next;
+	uint64_t soonest, next;
+	bool stalled;
 
+	soonest = send_stalled(e, now, &stalled);
+	if (stalled) {
+		rpcrdma__eng_fail(e, -RPCRDMA_ERR_TIMEDOUT, RPCRDMA_EC_STALLED);
+		return UINT64_MAX;
+	}
 	for (k = e->reqs.head; k; k = nk) {
 		struct rpcrdma_eng_req *r = req_of(k);
 

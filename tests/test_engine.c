@@ -1610,6 +1610,37 @@ static void test_server_credit_overrun(void)
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_UNKNOWN_XID], 1);
 }
 
+/* Server: a client that stops posting receives. Its device retries the reply's Send
+ * without end (RNR retry 7, which the client sets in its connection request); after
+ * stall_timeout_ms (15 s) the server ends that connection, counted as stalled. Before,
+ * it held the reply, its credit and its memory for as long as the client stayed. */
+static void test_server_send_stalled(void)
+{
+	struct rpcrdma_mock_faults f;
+	struct raw_rig x;
+	uint8_t m[256];
+	uint32_t n;
+	uint64_t sent_at;
+
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	memset(&f, 0, sizeof(f));
+	f.rnr_wait = 1;   /* a Send that finds no receive waits, as a device retrying it */
+	CHECK_EQ_I(rpcrdma_mock_set_faults(x.g.p, &f), 0);
+	n = raw_msg(m, 0x31, 1, 1, RPCRDMA_MSG, 1);   /* a call; no receive for the reply */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK_EQ_U(x.g.requests, 1);
+	sent_at = x.g.now;
+	CHECK_EQ_U(rpcrdma_eng_tick(x.g.sv.eng, x.g.now + 1000), sent_at + 15000);
+	CHECK_EQ_U(x.g.sv.fatal, 0);
+	rpcrdma_eng_tick(x.g.sv.eng, sent_at + 14999);
+	CHECK_EQ_U(x.g.sv.fatal, 0);      /* still within its time */
+	rpcrdma_eng_tick(x.g.sv.eng, sent_at + 15000);
+	CHECK_EQ_U(x.g.sv.fatal, 1);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_STALLED], 1);
+}
+
 /* Server: RDMA_DONE withheld — the read chunks are released at the deadline, the credit
  * grant does not drop to 0, the connection stays usable (RFC 5666 §11). */
 static void test_server_done_withheld(void)
@@ -3187,6 +3218,7 @@ int main(int argc, char **argv)
 	RUN(test_reply_cap_write_list_past_inline);
 	RUN(test_client_zero_length_reply_reads);
 	RUN(test_server_credit_overrun);
+	RUN(test_server_send_stalled);
 	RUN(test_batched_overtaken);
 	RUN(test_overtaken_bounded);
 	RUN(test_server_done_withheld);

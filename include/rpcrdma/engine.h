@@ -67,7 +67,10 @@ struct rpcrdma_eng_config {
 	uint32_t max_done_pending;  /* server: replies awaiting RDMA_DONE at once (more wait) */
 	uint32_t credit_timeout_ms; /* client: a call waits this long for a credit, then fails */
 	uint32_t stall_timeout_ms;  /* work the provider takes none of for this long (a peer
-				       that stopped taking data) breaks the connection; 0: never */
+				       that stopped taking data), or (server) a reply's Send
+				       that does not complete for this long (a client that
+				       stopped posting receives), breaks the connection; 0:
+				       never */
 	uint32_t combine_p0;        /* client: a long call keeps its DDP items as read chunks
 				       beside the position-zero chunk; 0 (default): they go
 				       inline in it, the one form Linux servers take */
@@ -333,7 +336,8 @@ enum rpcrdma_eng_errclass {
 	RPCRDMA_EC_UNEXPECTED,       /* message of a kind this side does not take */
 	RPCRDMA_EC_NO_RESOURCES,     /* registration or allocation failed */
 	RPCRDMA_EC_DISCONNECT,
-	RPCRDMA_EC_STALLED,          /* nothing could be posted for stall_timeout_ms */
+	RPCRDMA_EC_STALLED,          /* nothing could be posted, or (server) a reply's Send
+					did not complete, for stall_timeout_ms */
 	RPCRDMA_EC_COUNT
 };
 
