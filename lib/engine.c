@@ -531,6 +531,11 @@ static const char *const ec_names[RPCRDMA_EC_COUNT] = {
 	[RPCRDMA_EC_STALLED] = "stalled",
 };
 
+const char *rpcrdma_eng_fatal_class(const struct rpcrdma_eng *e)
+{
+	return e && e->dead_class ? rpcrdma_eng_errclass_name(e->dead_class - 1) : NULL;
+}
+
 const char *rpcrdma_eng_errclass_name(uint32_t ec)
 {
 	return ec < RPCRDMA_EC_COUNT ? ec_names[ec] : "unknown";

@@ -207,6 +207,7 @@ struct rpcrdma_eng {
 	struct rpcrdma_eng_stats st;
 	bool started, dead;
 	int dead_reason;
+	uint32_t dead_class;           /* RPCRDMA_EC_* counted when it failed (+1; 0: none) */
 	void (*fail_all)(struct rpcrdma_eng *e);   /* the role's, for rpcrdma__eng_fail */
 	uint32_t inline_send;          /* in effect: ours capped by the peer's receive size */
 	uint32_t inline_recv;

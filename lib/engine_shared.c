@@ -251,6 +251,7 @@ void rpcrdma__eng_fail(struct rpcrdma_eng *e, int reason, uint32_t ec)
 		return;
 	e->dead = true;
 	e->dead_reason = reason;
+	e->dead_class = ec + 1;
 	rpcrdma__eng_count(e, ec);
 	e->stall_head = e->stall_tail = NULL;
 	e->fail_all(e);   /* the role's: set by the dispatcher */

@@ -286,9 +286,15 @@ static void on_bc_done(void *ctx, struct rpcrdma_eng_bcall *b)
 static void on_fatal(void *ctx, int reason)
 {
 	struct sconn *c = ctx;
+	const char *cls = rpcrdma_eng_fatal_class(c->eng);
+	char why[96];
+
+	/* the engine's class says which rule ended it (credit_overrun, stalled, ...) */
+	snprintf(why, sizeof(why), "%s%s%s", rpcrdma_strerror(reason), cls ? ": " : "",
+		 cls ? cls : "");
 	if (!c->dead && c->xprt.xp_ops)
 		conn_log(c, reason == -RPCRDMA_ERR_DISCONN ? RPCRDMA_LOG_INFO : RPCRDMA_LOG_WARN,
-			 "lost the connection from", rpcrdma_strerror(reason));
+			 "lost the connection from", why);
 	c->dead = 1;
 	/* inline dispatch: the progress thread destroys it; svc_run() must not see it */
 	ring(c);

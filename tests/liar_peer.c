@@ -9,7 +9,11 @@
  *   garbage  10 connections: malformed headers, then 1,000 Sends of random bytes
  *   overrun  four times the credit grant, back to back, without waiting
  *   silent N S   N connections that never send, held S seconds
- * Usage: liar_peer PROVIDER HOST PORT SCENARIO [N S]. Exit 0 when the scenario ran;
+ *   rnr S    a connection that posts no receive, sends a call and waits S seconds: over
+ *            verbs the server's reply is retried without end (RNR), and the server must
+ *            end the connection itself (its stall_timeout_ms, 15 s)
+ *   errors   1,000 RDMA_ERRORs and 1,000 RDMA_DONEs for nothing, back to back
+ * Usage: liar_peer PROVIDER HOST PORT SCENARIO [N] [S]. Exit 0 when the scenario ran;
  * 2 on usage; 1 when not even a connection could be made. */
 #include <stdint.h>
 #include <stdio.h>
@@ -65,7 +69,8 @@ static uint8_t *rpc_call(uint8_t *b, uint32_t xid)
 	return put(put(put(put(b, 0), 0), 0), 0);
 }
 
-static int peer_open(struct peer *x, const char *prov, const char *host, uint16_t port)
+static int peer_open(struct peer *x, const char *prov, const char *host, uint16_t port,
+		     int recvs)
 {
 	struct rpcrdma_sge sg;
 	int i;
@@ -78,7 +83,7 @@ static int peer_open(struct peer *x, const char *prov, const char *host, uint16_
 				      &x->mr) ||
 	    rpcrdma_connect(x->p, host, port, NULL, 0, 10000, &x->ep))
 		return -1;
-	for (i = 0; i < SLOTS; i++) {
+	for (i = 0; i < recvs; i++) {
 		sg = (struct rpcrdma_sge){ x->mr, x->mem + (size_t)(SLOTS + i) * SLOT, SLOT };
 		if (rpcrdma_post_recv(x->ep, &sg, sg.addr))
 			return -1;
@@ -222,7 +227,7 @@ static int garbage(const char *prov, const char *host, uint16_t port)
 	int i, n = 0;
 
 	for (i = 0; i < 10; i++)
-		if (!peer_open(&x[n], prov, host, port))
+		if (!peer_open(&x[n], prov, host, port, SLOTS))
 			n++;
 	for (i = 0; i < n; i++)
 		garbage_one(&x[i], 100);
@@ -268,6 +273,45 @@ static int overrun(struct peer *x)
 	return 0;
 }
 
+/* No receive posted: the server's reply to this call has nowhere to land. */
+static int rnr(struct peer *x, int secs)
+{
+	uint8_t m[256], *b;
+	time_t t0 = time(NULL);
+
+	b = hdr(m, 0x30000, 1, 0);
+	b = put(put(put(b, 0), 0), 0);
+	peer_send(x, m, (uint32_t)(rpc_call(b, 0x30000) - m));
+	while (!x->gone && time(NULL) - t0 < secs)
+		peer_poll(x, 200);
+	if (x->gone)
+		printf("rnr: the server ended the connection after %ld s\n", (long)(time(NULL) - t0));
+	else
+		printf("rnr: still connected after %d s\n", secs);
+	return 0;
+}
+
+/* RDMA_ERROR (ERR_VERS, ERR_CHUNK) and RDMA_DONE for calls that never were. */
+static int errors(struct peer *x)
+{
+	uint8_t m[64], *b;
+	int i;
+
+	for (i = 0; i < 1000 && !x->gone; i++) {
+		b = hdr(m, rnd(), 1, 4);
+		b = put(b, i & 1 ? 1 : 2);   /* ERR_VERS: low and high versions follow */
+		if (i & 1)
+			b = put(put(b, 1), 1);
+		peer_send(x, m, (uint32_t)(b - m));
+		b = hdr(m, rnd(), 1, 3);
+		peer_send(x, m, (uint32_t)(b - m));
+	}
+	peer_poll(x, 200);
+	printf("errors: %u sent, %u answers%s\n", x->sent, x->rcvd,
+	       x->gone ? ", disconnected" : "");
+	return 0;
+}
+
 static int silent(const char *prov, const char *host, uint16_t port, int n, int secs)
 {
 	struct rpcrdma_prov *p;
@@ -296,7 +340,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: liar_peer PROVIDER HOST PORT chunks|garbage|overrun|silent N S\n");
+		fprintf(stderr, "usage: liar_peer PROVIDER HOST PORT "
+			"chunks|garbage|overrun|errors|silent N S|rnr S\n");
 		return 2;
 	}
 	port = (uint16_t)atoi(argv[3]);
@@ -307,16 +352,20 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "silent"))
 		return silent(argv[1], argv[2], port, argc > 5 ? atoi(argv[5]) : 200,
 			      argc > 6 ? atoi(argv[6]) : 5);
-	if (strcmp(what, "chunks") && strcmp(what, "overrun")) {
+	if (strcmp(what, "chunks") && strcmp(what, "overrun") && strcmp(what, "rnr") &&
+	    strcmp(what, "errors")) {
 		fprintf(stderr, "liar_peer: no scenario '%s'\n", what);
 		return 2;
 	}
-	if (peer_open(&x, argv[1], argv[2], port)) {
+	if (peer_open(&x, argv[1], argv[2], port, strcmp(what, "rnr") ? SLOTS : 0)) {
 		fprintf(stderr, "liar_peer: cannot connect to %s:%u over %s\n", argv[2], port,
 			argv[1]);
 		return 1;
 	}
-	rc = !strcmp(what, "chunks") ? chunks(&x) : overrun(&x);
+	rc = !strcmp(what, "chunks")  ? chunks(&x)
+	   : !strcmp(what, "overrun") ? overrun(&x)
+	   : !strcmp(what, "errors")  ? errors(&x)
+				      : rnr(&x, argc > 5 ? atoi(argv[5]) : 20);
 	peer_close(&x);
 	return rc;
 }

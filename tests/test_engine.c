@@ -1635,8 +1635,10 @@ static void test_server_send_stalled(void)
 	CHECK_EQ_U(x.g.sv.fatal, 0);
 	rpcrdma_eng_tick(x.g.sv.eng, sent_at + 14999);
 	CHECK_EQ_U(x.g.sv.fatal, 0);      /* still within its time */
+	CHECK(rpcrdma_eng_fatal_class(x.g.sv.eng) == NULL);
 	rpcrdma_eng_tick(x.g.sv.eng, sent_at + 15000);
 	CHECK_EQ_U(x.g.sv.fatal, 1);
+	CHECK(!strcmp(rpcrdma_eng_fatal_class(x.g.sv.eng), "stalled"));   /* for the log */
 	raw_down(&x);
 	CHECK_EQ_U(x.st.errors[RPCRDMA_EC_STALLED], 1);
 }

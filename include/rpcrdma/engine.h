@@ -368,6 +368,9 @@ struct rpcrdma_eng_stats {
 
 RPCRDMA_API void rpcrdma_eng_stats(const struct rpcrdma_eng *e, struct rpcrdma_eng_stats *out);
 RPCRDMA_API const char *rpcrdma_eng_errclass_name(uint32_t ec);
+/* Why the engine ended its connection (the class counted when it failed, e.g.
+ * "credit_overrun", "stalled", "disconnect"), for a log line; NULL while it stands. */
+RPCRDMA_API const char *rpcrdma_eng_fatal_class(const struct rpcrdma_eng *e);
 
 #ifdef __cplusplus
 }
