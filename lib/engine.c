@@ -433,6 +433,8 @@ void rpcrdma_eng_on_cqe(struct rpcrdma_eng *e, const struct rpcrdma_cqe *c, uint
 	op = c->ctx;
 	if (!op)
 		return;
+	if (op->kind != OPK_RECV)
+		e->sq_seen_at = now;   /* this side's work moves (send_stalled) */
 	switch (op->kind) {
 	case OPK_RECV:
 		on_recv(e, op->owner, c, now);
@@ -463,7 +465,7 @@ uint64_t rpcrdma_eng_tick(struct rpcrdma_eng *e, uint64_t now)
 	e->now = now;
 	/* a peer that takes nothing for that long is as good as gone: bounded retries */
 	if (e->stall_head && e->cfg.stall_timeout_ms &&
-	    now - e->stall_since >= e->cfg.stall_timeout_ms) {
+	    now >= e->stall_since + e->cfg.stall_timeout_ms) {   /* now may be a little stale */
 		rpcrdma__eng_fail(e, -RPCRDMA_ERR_TIMEDOUT, RPCRDMA_EC_STALLED);
 		return UINT64_MAX;
 	}

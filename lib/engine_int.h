@@ -232,6 +232,7 @@ struct rpcrdma_eng {
 	struct eng_list waitq;         /* calls waiting for a credit, in order */
 	struct eng_list inflight;      /* calls sent, being read, or completed not freed */
 	/* server */
+	uint64_t sq_seen_at;           /* when something this side posted last completed */
 	uint32_t outstanding;          /* calls received, reply not yet sent */
 	uint32_t overtaken;            /* calls still running, freed by a later call's reply */
 	uint64_t recv_seq;             /* calls received on this connection */

@@ -173,6 +173,11 @@ static int post_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 		r->outstanding = false;
 		e->outstanding--;
 	}
+	/* answered: no longer a call that still runs */
+	if (r->overtaken) {
+		r->overtaken = false;
+		e->overtaken--;
+	}
 	if (e->outstanding)
 		free_overtaken(e, r);
 	if (r->form != RPCRDMA_ERROR)
@@ -951,9 +956,11 @@ void rpcrdma_eng_req_drop(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 /* ---- timers, failure, teardown ---- */
 
 /* RFC 5666 §11: a client that withholds RDMA_DONE must not hold server memory forever. */
-/* A reply's Send that has not completed for stall_timeout_ms: a client that stopped
- * posting receives, to which the device retries the Send without end (the RNR retry
- * count is the client's to set in its connection request, and 7 means for ever). The
+/* A reply's Send that has not completed for stall_timeout_ms, while nothing this side
+ * posted completed either: a client that stopped posting receives, to which the device
+ * retries the Send without end (the RNR retry count is the client's to set in its
+ * connection request, and 7 means for ever), holding back everything posted after it.
+ * (A Send queued behind long RDMA Writes that still move is not stalled.) The
  * connection is as good as gone, and it holds the reply's memory and credits: it goes,
  * counted as stalled. Returns when the oldest such Send is due, or UINT64_MAX. */
 static uint64_t send_stalled(struct rpcrdma_eng *e, uint64_t now, bool *failed)
@@ -969,7 +976,9 @@ static uint64_t send_stalled(struct rpcrdma_eng *e, uint64_t now, bool *failed)
 
 		if (!r->send_posted)
 			continue;
-		if (now - r->send_at >= limit) {
+		/* now may be older than send_at: a dispatcher posted after the caller read
+		 * its clock */
+		if (now >= r->send_at + limit && now >= e->sq_seen_at + limit) {
 			*failed = true;
 			return UINT64_MAX;
 		}

@@ -14,6 +14,7 @@
  * batching) are kept until answered and driven by the waiting callers, or by a
  * background thread when nobody waits. docs/RPC.md says how each libtirpc rule is met. */
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -1702,11 +1703,22 @@ static void create_error(enum clnt_stat stat, int err)
 	rpc_createerr.cf_error.re_errno = err;
 }
 
-static void connect_error(int rc)
+/* As libtirpc's TCP client: a name that does not resolve is RPC_UNKNOWNHOST; one that
+ * does but has no route from here is a system error, EHOSTUNREACH. */
+static void connect_error(int rc, const char *host)
 {
+	struct addrinfo hints, *ai = NULL;
+
 	switch (rc) {
 	case -RPCRDMA_ERR_ADDR:
-		create_error(RPC_UNKNOWNHOST, 0);
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_socktype = SOCK_STREAM;
+		if (host && !getaddrinfo(host, NULL, &hints, &ai)) {
+			freeaddrinfo(ai);
+			create_error(RPC_SYSTEMERROR, EHOSTUNREACH);
+		} else {
+			create_error(RPC_UNKNOWNHOST, 0);
+		}
 		break;
 	case -RPCRDMA_ERR_TIMEDOUT:
 		create_error(RPC_TIMEDOUT, ETIMEDOUT);
@@ -1846,7 +1858,7 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 		rpcrdma__create_err_conn(rc, 0, ct->opts.provider, host, ct->opts.port,
 					 ct->opts.connect_timeout_ms);
 		rpcrdma_log(RPCRDMA_LOG_ERROR, "%s", rpcrdma_create_errtext());
-		connect_error(rc);
+		connect_error(rc, host);
 		goto out_eng;
 	}
 	ct->connects = 1;

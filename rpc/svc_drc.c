@@ -71,12 +71,10 @@ struct rpcrdma__drc {
  * pages, at most 256k; 160k on a host of 24 GiB. */
 uint32_t rpcrdma__drc_entries_for(uint64_t mem_bytes)
 {
-	uint64_t pages = mem_bytes / 4096, r = 0, n;
+	uint64_t pages = mem_bytes / 4096, r = pages, n;
 
-	while ((r + 1) * (r + 1) <= pages)   /* integer square root: r*r <= pages */
-		r = r ? (r + pages / r) / 2 : (pages > 1 ? pages / 2 : 1);
-	while (r * r > pages)
-		r--;
+	while (r && r > pages / r)   /* Newton's integer square root: down to floor(sqrt) */
+		r = (r + pages / r) / 2;
 	n = 64 * r;
 	if (n < 1024)
 		n = 1024;
@@ -313,7 +311,8 @@ static void evict(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e)
 /* Replies kept longer than DRC_TTL_MS go, oldest first. */
 static void expire(struct rpcrdma__drc *d, uint64_t now_ms)
 {
-	while (d->oldest && now_ms - d->oldest->kept_ms > DRC_TTL_MS) {
+	/* now_ms may be a little older than a kept_ms: the caller read its clock first */
+	while (d->oldest && now_ms > d->oldest->kept_ms + DRC_TTL_MS) {
 		evict(d, d->oldest);
 		d->st.evicted++;
 	}
@@ -407,7 +406,7 @@ int rpcrdma__drc_lookup(struct rpcrdma__drc *d, const struct rpcrdma__drc_key *k
 	for (e = d->table[h]; e; e = e->hnext)
 		if (key_eq(&e->k, k))
 			break;
-	if (e && e->kept && now_ms - e->kept_ms <= DRC_TTL_MS) {
+	if (e && e->kept && now_ms <= e->kept_ms + DRC_TTL_MS) {
 		d->st.replayed++;
 		*out = e;
 		return RPCRDMA__DRC_KEPT;

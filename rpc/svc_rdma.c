@@ -856,6 +856,8 @@ static enum xprt_stat conn_stat(SVCXPRT *xprt)
 	/* only the connection itself dies, once none of its lanes is dispatching */
 	if (c->dead && !c->head && !c->prim && !lanes_busy(c))
 		st = XPRT_DIED;
+	else if (c->prim && c->prim->head && needs_prim(c->prim->head->er))
+		st = XPRT_IDLE;        /* a lane leaves a GSS call to its connection (no spin) */
 	else
 		st = prim(c)->head ? XPRT_MOREREQS : XPRT_IDLE;
 	pthread_mutex_unlock(&c->srv->lock);
@@ -1161,18 +1163,6 @@ static void conn_log(struct sconn *c, int level, const char *what, const char *w
 	rpcrdma__log_conn(level, what, peer, why, c->srv->opts.provider, c->eng);
 }
 
-/* libtirpc keeps an RPCSEC_GSS context per SVCXPRT address (needs_prim) until it is
- * destroyed or unused for 5 minutes: a connection's goes with it, so that a connection
- * made later at the same address never finds it. Known only while the last call there
- * was RPCSEC_GSS (libtirpc clears the handle at every call); otherwise it ages out. */
-static void auth_release(SVCXPRT *x)
-{
-	if (SVC_XP_AUTH(x).svc_ah_ops && SVC_XP_AUTH(x).svc_ah_private)
-		SVCAUTH_DESTROY(&SVC_XP_AUTH(x));
-	SVC_XP_AUTH(x).svc_ah_ops = NULL;
-	SVC_XP_AUTH(x).svc_ah_private = NULL;
-}
-
 static void conn_free(struct sconn *c)
 {
 	struct rpcrdma_eng_stats st;
@@ -1201,12 +1191,10 @@ static void conn_free(struct sconn *c)
 	free_held(c);
 	rpcrdma_ep_close(c->ep);
 	rpcrdma_eng_destroy(c->eng);
-	auth_release(&c->xprt);
 	conn_fd_release(c->srv, c->xprt.xp_fd);
 	while (c->nlanes) {
 		struct sconn *l = c->lanes[--c->nlanes];
 
-		auth_release(&l->xprt);
 		xprt_unregister(&l->xprt);
 		conn_fd_release(c->srv, l->xprt.xp_fd);
 		free(l);
