@@ -5,7 +5,8 @@
 # registered, malformed headers and 1,000 random Sends over 10 connections, four times
 # the credit grant back to back, 1,000 RDMA_ERRORs and RDMA_DONEs for nothing, a client
 # that posts no receive (over verbs the server ends it after 15 s: RNR without end),
-# then 200 connections that never send. After each wave a
+# then 200 connections that never send. At the end the server holds no more descriptors
+# (and, on a device, QPs and MRs: rdma resource) than before them. After each wave a
 # well-behaved client is served (ping, with data checked by perf), the server is alive,
 # and its log gives a reason for each connection it ended. ROUNDS (default 2) runs the
 # whole sequence that many times against the same server.
@@ -47,6 +48,17 @@ wave() {
 }
 
 served || fail "first client"
+# what the server holds with no liar connected: descriptors, and on a device its QPs and
+# MRs (rdma resource): the same must be true at the end
+nfds() { ls "/proc/$spid/fd" | wc -l; }
+res_count() {   # KIND: the server's QPs or MRs on the device
+	rdma resource show "$1" 2>/dev/null | grep -c "pid $spid "
+}
+fds0=$(nfds)
+if [ "$PROV" = verbs ] && command -v rdma >/dev/null; then
+	qp0=$(res_count qp)
+	mr0=$(res_count mr)
+fi
 for r in $(seq "$ROUNDS"); do
 	echo "== round $r"
 	wave chunks || break
@@ -82,6 +94,17 @@ for r in $(seq "$ROUNDS"); do
 	alive || { fail "the server died after the silent connections"; break; }
 done
 served || fail "last client"
+sleep 2   # the last connections' teardown
+fds1=$(nfds)
+echo "server descriptors: $fds0 before the liars, $fds1 after"
+# a closed connection's eventfd may be kept for the next one (svc_rdma.c, spares)
+[ "$fds1" -le $((fds0 + 2)) ] || fail "the server kept descriptors: $fds0 -> $fds1"
+if [ -n "${qp0:-}" ]; then
+	qp1=$(res_count qp)
+	mr1=$(res_count mr)
+	echo "server QPs: $qp0 before, $qp1 after; MRs: $mr0 before, $mr1 after (rdma resource)"
+	[ "$qp1" -le "$qp0" ] && [ "$mr1" -le "$mr0" ] || fail "the server kept QPs or MRs"
+fi
 # every connection the server ended has a reason in its log
 ended=$(grep -c 'lost the connection' "$out/serve")
 bare=$(grep 'lost the connection' "$out/serve" | grep -vc '(.*)')
