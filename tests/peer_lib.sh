@@ -78,3 +78,19 @@ example_providers() {
 	(*" verbs "*) rdma_device_here || { echo "SKIPPED: no RDMA device here for verbs"; exit 77; } ;;
 	esac
 }
+
+# The tool $BIN exits STATUS and its stderr says EXPECTED_TEXT (the CLI tests; fail() and
+# $out are the caller's). usage_error: exit 2; says: a failure, exit 1 (its line shown).
+exits_saying() {   # STATUS EXPECTED_TEXT ARGS...
+	local status=$1 want=$2 got
+	shift 2
+	timeout 30 "$BIN" "$@" >/dev/null 2>"$out/err"
+	got=$?
+	if [ "$got" -ne "$status" ] || ! grep -qF -- "$want" "$out/err"; then
+		fail "rpcrdma $*: exit $got, stderr: $(head -3 "$out/err") (wanted $status and \"$want\")"
+	elif [ "$status" -ne 2 ]; then
+		echo "rpcrdma $*: $(head -1 "$out/err")"
+	fi
+}
+usage_error() { exits_saying 2 "$@"; }
+says() { exits_saying 1 "$@"; }

@@ -16,15 +16,6 @@ rc=0
 fail() { echo "FAIL: $*"; rc=1; }
 
 # usage errors: exit 2, the bad value named
-usage_error() {   # EXPECTED_TEXT ARGS...
-	local want=$1 got
-	shift
-	"$BIN" "$@" >/dev/null 2>"$out/err"
-	got=$?
-	if [ "$got" -ne 2 ] || ! grep -qF -- "$want" "$out/err"; then
-		fail "rpcrdma $*: exit $got, stderr: $(head -1 "$out/err") (wanted 2 and \"$want\")"
-	fi
-}
 usage_error "'70000'" serve --listen 127.0.0.1:70000
 usage_error "'4q'" perf --sizes 4q
 usage_error "'abc'" perf --sizes 0,abc
@@ -46,17 +37,6 @@ usage_error "rpcrdma version: unexpected argument 'x'" version x
 "$BIN" version --help | grep -q '^usage: rpcrdma version' || fail "version --help: $("$BIN" version --help)"
 
 # errors that say what happened
-says() {   # EXPECTED_TEXT ARGS...
-	local want=$1 got
-	shift
-	timeout 30 "$BIN" "$@" >/dev/null 2>"$out/err"
-	got=$?
-	if [ "$got" -ne 1 ] || ! grep -qF -- "$want" "$out/err"; then
-		fail "rpcrdma $*: exit $got, stderr: $(head -1 "$out/err") (wanted 1 and \"$want\")"
-	else
-		echo "rpcrdma $*: $(head -1 "$out/err")"
-	fi
-}
 says "provider 'nosuch'" serve --provider nosuch --listen 127.0.0.1:0
 says "connection refused" ping 127.0.0.1:1 -c 1
 # with --json the failure is also an object on standard output

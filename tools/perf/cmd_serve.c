@@ -221,6 +221,26 @@ static void usage(FILE *f)
 	      PS_PCAP_USAGE, f);
 }
 
+/* The errno of binding a socket of our own to host:port ("0": any port); 0 when the bind
+ * succeeds, -1 when the host does not resolve. */
+static int bind_errno(const char *host, const char *port)
+{
+	struct addrinfo hints, *ai = NULL;
+	int s, e;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	if (getaddrinfo(host, port, &hints, &ai) || !ai)
+		return -1;
+	s = socket(ai->ai_family, SOCK_STREAM, 0);
+	e = s < 0 || !bind(s, ai->ai_addr, ai->ai_addrlen) ? 0 : errno;
+	if (s >= 0)
+		close(s);
+	freeaddrinfo(ai);
+	return e;
+}
+
 /* The library says a listener could not bind as "the port is in use, or the address is
  * not one of this host's": the provider does not say which. A socket of our own tells:
  * binding the address with port 0 fails only when the address is not this host's
@@ -229,20 +249,9 @@ static void usage(FILE *f)
 static const char *why_no_bind(const char *provider, const char *host, uint16_t port)
 {
 	static char why[320];
-	struct addrinfo hints, *ai = NULL;
 	char ps[8];
-	int s, e;
+	int e = bind_errno(host, "0");
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	if (getaddrinfo(host, "0", &hints, &ai) || !ai)
-		return NULL;
-	s = socket(ai->ai_family, SOCK_STREAM, 0);
-	e = s < 0 || !bind(s, ai->ai_addr, ai->ai_addrlen) ? 0 : errno;
-	if (s >= 0)
-		close(s);
-	freeaddrinfo(ai);
 	if (e == EADDRNOTAVAIL) {
 		snprintf(why, sizeof(why), "listen on %s port %u: %s is not an address of this "
 			 "host (bind: %s); give one of its addresses, or none for all", host, port,
@@ -250,14 +259,7 @@ static const char *why_no_bind(const char *provider, const char *host, uint16_t 
 		return why;
 	}
 	snprintf(ps, sizeof(ps), "%u", port);
-	if (!port || strcmp(provider, "tcp") || getaddrinfo(host, ps, &hints, &ai) || !ai)
-		return NULL;
-	s = socket(ai->ai_family, SOCK_STREAM, 0);
-	e = s < 0 || !bind(s, ai->ai_addr, ai->ai_addrlen) ? 0 : errno;
-	if (s >= 0)
-		close(s);
-	freeaddrinfo(ai);
-	if (e != EADDRINUSE)
+	if (!port || strcmp(provider, "tcp") || (e = bind_errno(host, ps)) != EADDRINUSE)
 		return NULL;
 	snprintf(why, sizeof(why), "listen on %s port %u: port %u is in use (bind: %s); "
 		 "`ss -ltnp 'sport = :%u'` shows what holds it", host ? host : "*", port, port,
