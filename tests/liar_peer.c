@@ -13,6 +13,12 @@
  *            verbs the server's reply is retried without end (RNR), and the server must
  *            end the connection itself (its stall_timeout_ms, 15 s)
  *   errors   1,000 RDMA_ERRORs and 1,000 RDMA_DONEs for nothing, back to back
+ *   pastend  asks for a 64 KiB result that the server offers as a read chunk (RFC 5666
+ *            §3.5: it says it takes them), then RDMA Reads 4 KiB past the chunk's end
+ *   afterdone  the same chunk read whole, RDMA_DONE sent, then read again
+ *   stale    a write chunk under a key this peer has already released
+ *   The three print whether the provider let the bad access through ("refused" is right;
+ *   shm does not check remote access at all: caps.enforces_access).
  * Usage: liar_peer PROVIDER HOST PORT SCENARIO [N] [S]. Exit 0 when the scenario ran;
  * 2 on usage; 1 when not even a connection could be made. */
 #include <stdint.h>
@@ -22,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rpcrdma/codec.h"
 #include "rpcrdma/prov.h"
 
 #define SLOT 4096
@@ -35,6 +42,9 @@ struct peer {
 	uint8_t *mem;
 	unsigned sent, rcvd, errors;
 	int gone;
+	uint8_t last[SLOT];              /* the last message received */
+	uint32_t last_len;
+	int op_status, op_done;          /* of the last RDMA Read posted */
 };
 
 static uint64_t seed = 0x9e3779b97f4a7c15ull;
@@ -72,8 +82,12 @@ static uint8_t *rpc_call(uint8_t *b, uint32_t xid)
 static int peer_open(struct peer *x, const char *prov, const char *host, uint16_t port,
 		     int recvs)
 {
+	/* RFC 8797: 1 KiB each way, and our extension saying read chunks in replies are
+	 * taken (so that the server offers them) */
+	struct rpcrdma_pdata pd = { 1, 0, 1024, 1024, RPCRDMA_PDATA_X_REPLY_READS };
+	uint8_t pdata[RPCRDMA_PDATA_EXT_LEN];
 	struct rpcrdma_sge sg;
-	int i;
+	int i, n = rpcrdma_pdata_encode(&pd, pdata, sizeof(pdata));
 
 	memset(x, 0, sizeof(*x));
 	if (rpcrdma_prov_open(prov, &x->p, NULL, 0))
@@ -81,7 +95,7 @@ static int peer_open(struct peer *x, const char *prov, const char *host, uint16_
 	x->mem = calloc(2 * SLOTS, SLOT);
 	if (!x->mem || rpcrdma_mr_reg(x->p, x->mem, 2 * SLOTS * SLOT, RPCRDMA_ACC_LOCAL,
 				      &x->mr) ||
-	    rpcrdma_connect(x->p, host, port, NULL, 0, 10000, &x->ep))
+	    rpcrdma_connect(x->p, host, port, pdata, n > 0 ? (size_t)n : 0, 10000, &x->ep))
 		return -1;
 	for (i = 0; i < recvs; i++) {
 		sg = (struct rpcrdma_sge){ x->mr, x->mem + (size_t)(SLOTS + i) * SLOT, SLOT };
@@ -103,6 +117,10 @@ static void peer_poll(struct peer *x, int wait_ms)
 		rpcrdma_ep_wait(x->ep, wait_ms);
 	while ((n = rpcrdma_ep_poll(x->ep, c, 16)) > 0)
 		for (i = 0; i < n; i++) {
+			if (c[i].op == RPCRDMA_OP_READ) {
+				x->op_done = 1;
+				x->op_status = c[i].status;
+			}
 			if (c[i].op == RPCRDMA_OP_DISCONNECT || c[i].status) {
 				x->gone = 1;
 				continue;
@@ -111,6 +129,8 @@ static void peer_poll(struct peer *x, int wait_ms)
 				struct rpcrdma_sge sg = { x->mr, c[i].ctx, SLOT };
 
 				x->rcvd++;
+				x->last_len = c[i].len < SLOT ? c[i].len : SLOT;
+				memcpy(x->last, c[i].ctx, x->last_len);
 				/* an RDMA_ERROR: proc 4 at offset 12 */
 				if (c[i].len >= 16 && ((uint8_t *)c[i].ctx)[15] == 4)
 					x->errors++;
@@ -312,6 +332,136 @@ static int errors(struct peer *x)
 	return 0;
 }
 
+static uint32_t get(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+#define PERF_PROG 0x20049010u   /* rpcrdma serve's program (tools/perf/perfsvc.x) */
+#define PS_READ 2u
+
+/* A PS_READ call of count bytes, with one write chunk of one segment when seg is given. */
+static uint32_t ps_read_call(uint8_t *m, uint32_t xid, uint32_t count,
+			     const struct rpcrdma_segment *seg)
+{
+	uint8_t *b = hdr(m, xid, 1, 0);
+
+	b = put(b, 0);                  /* no read list */
+	if (seg) {
+		b = put(put(b, 1), 1);  /* a write chunk of one segment */
+		b = put64(put(put(b, seg->handle), seg->length), seg->offset);
+		b = put(b, 0);
+	} else {
+		b = put(b, 0);
+	}
+	b = put(b, 0);                  /* no reply chunk */
+	b = put(put(put(b, xid), 0), 2);
+	b = put(put(put(b, PERF_PROG), 1), PS_READ);
+	b = put(put(put(put(b, 0), 0), 0), 0);
+	return (uint32_t)(put(b, count) - m);
+}
+
+/* Waits for the reply to xid; its first read segment into seg. 0, or -1. */
+static int offered_chunk(struct peer *x, uint32_t xid, struct rpcrdma_segment *seg)
+{
+	int i;
+
+	for (i = 0; i < 100 && !x->gone; i++) {
+		peer_poll(x, 50);
+		if (x->last_len >= 44 && get(x->last) == xid && get(x->last + 12) <= 1 &&
+		    get(x->last + 16) == 1) {
+			seg->handle = get(x->last + 24);
+			seg->length = get(x->last + 28);
+			seg->offset = (uint64_t)get(x->last + 32) << 32 | get(x->last + 36);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* An RDMA Read of len bytes at seg into our memory: 0 done, else its error (the read
+ * refused, or the connection gone). */
+static int read_chunk(struct peer *x, const struct rpcrdma_segment *seg, uint32_t len,
+		      struct rpcrdma_mr *sink, uint8_t *mem)
+{
+	struct rpcrdma_segment r = *seg;
+	struct rpcrdma_sge sg = { sink, mem, len };
+	int i, rc;
+
+	r.length = len;
+	x->op_done = 0;
+	rc = rpcrdma_post_read(x->ep, &sg, 1, &r, 1, x);
+	if (rc)
+		return rc;
+	for (i = 0; i < 100 && !x->op_done && !x->gone; i++)
+		peer_poll(x, 50);
+	return x->op_done ? x->op_status : -RPCRDMA_ERR_DISCONN;
+}
+
+static void say_access(const struct peer *x, const char *what, int rc)
+{
+	const struct rpcrdma_prov_caps *c = rpcrdma_prov_caps(x->p);
+
+	printf("%s: %s (%s)%s\n", what, rc ? "refused" : "let through",
+	       rc ? rpcrdma_strerror(rc) : "read", c->enforces_access ? ""
+	       : " [this provider does not check remote access]");
+}
+
+static int chunk_abuse(struct peer *x, const char *what)
+{
+	size_t big = 128 * 1024;
+	uint8_t m[256], *mem = calloc(1, big);
+	struct rpcrdma_segment seg;
+	struct rpcrdma_mr *sink = NULL;
+	uint32_t xid = 0x40000;
+	int rc;
+
+	if (!mem || rpcrdma_mr_reg(x->p, mem, big, RPCRDMA_ACC_LOCAL | RPCRDMA_ACC_READ_SINK |
+				   RPCRDMA_ACC_REMOTE_WRITE, &sink)) {
+		free(mem);
+		return 1;
+	}
+	if (!strcmp(what, "stale")) {
+		struct rpcrdma_mr *gone;
+
+		/* a key registered and released before the call names it */
+		rc = rpcrdma_mr_reg(x->p, mem, 65536, RPCRDMA_ACC_REMOTE_WRITE, &gone);
+		seg.handle = rc ? 0x1234 : gone->handle;
+		seg.length = 65536;
+		seg.offset = rc ? 0 : gone->offset;
+		if (!rc)
+			rpcrdma_mr_dereg(gone);
+		peer_send(x, m, ps_read_call(m, xid, 65536, &seg));
+		for (rc = 0; rc < 40 && !x->gone && !x->rcvd; rc++)
+			peer_poll(x, 50);
+		printf("stale: a write chunk under a released key: %s\n",
+		       x->gone ? "the server ended the connection"
+		       : x->rcvd ? "answered" : "no answer");
+		goto out;
+	}
+	peer_send(x, m, ps_read_call(m, xid, 65536, NULL));
+	if (offered_chunk(x, xid, &seg)) {
+		printf("%s: no read chunk offered (the server answered %u messages)\n", what,
+		       x->rcvd);
+		goto out;
+	}
+	if (!strcmp(what, "pastend")) {
+		say_access(x, "pastend: 4 KiB past the offered chunk's end",
+			   read_chunk(x, &seg, seg.length + 4096, sink, mem));
+		goto out;
+	}
+	rc = read_chunk(x, &seg, seg.length, sink, mem);
+	printf("afterdone: the offered chunk read whole: %s\n", rc ? rpcrdma_strerror(rc) : "ok");
+	peer_send(x, m, (uint32_t)(hdr(m, xid, 1, 3) - m));   /* RDMA_DONE */
+	peer_poll(x, 300);
+	say_access(x, "afterdone: the chunk read again after RDMA_DONE",
+		   read_chunk(x, &seg, seg.length, sink, mem));
+out:
+	rpcrdma_mr_dereg(sink);
+	free(mem);
+	return 0;
+}
+
 static int silent(const char *prov, const char *host, uint16_t port, int n, int secs)
 {
 	struct rpcrdma_prov *p;
@@ -341,7 +491,7 @@ int main(int argc, char **argv)
 
 	if (argc < 5) {
 		fprintf(stderr, "usage: liar_peer PROVIDER HOST PORT "
-			"chunks|garbage|overrun|errors|silent N S|rnr S\n");
+			"chunks|garbage|overrun|errors|pastend|afterdone|stale|silent N S|rnr S\n");
 		return 2;
 	}
 	port = (uint16_t)atoi(argv[3]);
@@ -353,7 +503,8 @@ int main(int argc, char **argv)
 		return silent(argv[1], argv[2], port, argc > 5 ? atoi(argv[5]) : 200,
 			      argc > 6 ? atoi(argv[6]) : 5);
 	if (strcmp(what, "chunks") && strcmp(what, "overrun") && strcmp(what, "rnr") &&
-	    strcmp(what, "errors")) {
+	    strcmp(what, "errors") && strcmp(what, "pastend") && strcmp(what, "afterdone") &&
+	    strcmp(what, "stale")) {
 		fprintf(stderr, "liar_peer: no scenario '%s'\n", what);
 		return 2;
 	}
@@ -365,7 +516,8 @@ int main(int argc, char **argv)
 	rc = !strcmp(what, "chunks")  ? chunks(&x)
 	   : !strcmp(what, "overrun") ? overrun(&x)
 	   : !strcmp(what, "errors")  ? errors(&x)
-				      : rnr(&x, argc > 5 ? atoi(argv[5]) : 20);
+	   : !strcmp(what, "rnr")     ? rnr(&x, argc > 5 ? atoi(argv[5]) : 20)
+				      : chunk_abuse(&x, what);
 	peer_close(&x);
 	return rc;
 }

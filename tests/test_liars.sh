@@ -3,8 +3,10 @@
 # Peers that lie, one server for all of them (issue 50: `rpcrdma serve` once died with
 # SIGSEGV after this sequence): calls whose chunks claim 4 GiB under keys never
 # registered, malformed headers and 1,000 random Sends over 10 connections, four times
-# the credit grant back to back, 1,000 RDMA_ERRORs and RDMA_DONEs for nothing, a client
-# that posts no receive (over verbs the server ends it after 15 s: RNR without end),
+# the credit grant back to back, 1,000 RDMA_ERRORs and RDMA_DONEs for nothing, a read
+# chunk the server offered read past its end and again after RDMA_DONE, a write chunk
+# under a key already released, a client that posts no receive (over verbs the server
+# ends it after 15 s: RNR without end),
 # then 200 connections that never send. At the end the server holds no more descriptors
 # (and, on a device, QPs and MRs: rdma resource) than before them. After each wave a
 # well-behaved client is served (ping, with data checked by perf), the server is alive,
@@ -65,6 +67,18 @@ for r in $(seq "$ROUNDS"); do
 	wave garbage || break
 	wave overrun || break
 	wave errors || break
+	# a read chunk the server offered, read past its end and again after RDMA_DONE; a
+	# write chunk under a key already released: refused where the provider checks remote
+	# access (not shm: caps.enforces_access), and the server goes on either way
+	for abuse in pastend afterdone stale; do
+		wave "$abuse" >"$out/$abuse" || { cat "$out/$abuse"; break 2; }
+		cat "$out/$abuse"
+		[ "$PROV" = shm ] && continue
+		case $abuse in
+		stale) grep -q 'the server ended the connection' "$out/$abuse" ;;
+		*) grep -q 'read again after RDMA_DONE: refused\|past the offered chunk.s end: refused' "$out/$abuse" ;;
+		esac || fail "$abuse: the bad access was not refused"
+	done
 	# a client that posts no receive: over verbs its reply is retried without end (RNR)
 	# and the server ends the connection after its stall time (15 s); elsewhere the
 	# reply waits in the stream and nothing needs ending. An honest client meanwhile.
