@@ -53,6 +53,8 @@ void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
 	lo->post_write = lo_post_write;
 }
 
+#define ONE_STEP_MS 5000
+
 int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int timeout_ms,
 		       uint64_t now_ms, struct rpcrdma_ep **out)
 {
@@ -77,14 +79,20 @@ int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int t
 	}
 	rc = rpcrdma_accept_prepare(req, pd, (size_t)n, &ep);
 	late = rc == -RPCRDMA_ERR_NOTSUP;   /* connected first, then the receives posted */
+	/* one step (libfabric's): its handshake ends without waiting for the client, so a
+	 * wait of timeout_ms 0 is given the usual bound */
 	if (late)
-		rc = rpcrdma_accept(req, pd, (size_t)n, timeout_ms, &ep);
+		rc = rpcrdma_accept(req, pd, (size_t)n, timeout_ms ? timeout_ms : ONE_STEP_MS, &ep);
 	if (!rc) {
 		rpcrdma_eng_lower_ep(&lo, ep->prov, ep);
 		rc = rpcrdma_eng_start(e, &lo, now_ms);
 	}
 	if (!rc && !late)
 		rc = rpcrdma_accept_finish(ep, timeout_ms);
+	if (rc == -RPCRDMA_ERR_AGAIN && !timeout_ms) {
+		*out = ep;   /* started; the handshake ends with rpcrdma_accept_finish() */
+		return rc;
+	}
 	if (rc) {
 		rpcrdma_ep_close(ep);
 		return rc;

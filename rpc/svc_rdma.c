@@ -82,6 +82,7 @@ struct sconn {
 	int ddp;                         /* the call's credential leaves its body alone */
 	int dead, destroyed, busy;
 	int owned;                       /* a thread is between xp_recv and xp_stat */
+	uint64_t accept_until;           /* pending: when the client's confirmation is given up */
 	int rung;                        /* its eventfd was written and not drained since */
 	int watched;                     /* its endpoint's descriptor is in srv.epfd */
 	int bc_refs;                     /* backchannel clients holding it (not freed) */
@@ -120,6 +121,7 @@ struct srv {
 	uint32_t lend_min;               /* results this long are written from where they are */
 	int encode_failed;               /* a reply's results failed to encode (logged once) */
 	struct sconn *conns;
+	struct sconn *pending;           /* accepted, their clients' confirmation awaited */
 	struct srv *next;
 };
 
@@ -1049,7 +1051,8 @@ static int conn_engine(struct srv *s, struct sconn *c, struct rpcrdma_connreq *r
 		rpcrdma_reject(req, NULL, 0);
 		return rc;
 	}
-	return rpcrdma_eng_accept(c->eng, req, ACCEPT_MS, rpcrdma__rpc_now(), &c->ep);
+	/* 0: no wait for a client's confirmation here (finish_accepts) */
+	return rpcrdma_eng_accept(c->eng, req, 0, rpcrdma__rpc_now(), &c->ep);
 }
 
 /* What svc_getcaller() and svc_getrpccaller() return, as over TCP. */
@@ -1219,6 +1222,8 @@ static bool listener_look_now(struct srv *s, uint64_t now_ms)
 	return true;
 }
 
+static void conn_activate(struct srv *s, struct sconn *c);
+
 static int accept_one(struct srv *s, uint64_t now_ms)
 {
 	struct rpcrdma_connreq *req;
@@ -1236,6 +1241,12 @@ static int accept_one(struct srv *s, uint64_t now_ms)
 	c->srv = s;
 	c->xprt.xp_fd = conn_fd(s);
 	rc = c->xprt.xp_fd < 0 ? -RPCRDMA_ERR_NOMEM : conn_engine(s, c, req);
+	if (rc == -RPCRDMA_ERR_AGAIN) {   /* the client has not confirmed it yet */
+		c->accept_until = now_ms + ACCEPT_MS;
+		c->next = s->pending;
+		s->pending = c;
+		return 1;
+	}
 	if (rc) {
 		/* the budget's refusal says so itself */
 		if (rc != -RPCRDMA_ERR_NOSPC)
@@ -1245,6 +1256,14 @@ static int accept_one(struct srv *s, uint64_t now_ms)
 		conn_free(c);
 		return 1;
 	}
+	conn_activate(s, c);
+	return 1;
+}
+
+/* A connection whose handshake is complete joins the listener's: libtirpc and the
+ * progress thread see it from now on. */
+static void conn_activate(struct srv *s, struct sconn *c)
+{
 	c->xprt.xp_ops = &conn_ops;
 	c->xprt.xp_ops2 = &conn_ops2;
 	c->xprt.xp_p1 = c;
@@ -1259,7 +1278,40 @@ static int accept_one(struct srv *s, uint64_t now_ms)
 	xprt_register(&c->xprt);
 	if (svc_run_sees(s))
 		signal_fd(s->xprt.xp_fd);   /* svc_run() polls a copy of the fd set: wake it */
-	return 1;
+}
+
+/* Connections accepted whose clients have not confirmed them (verbs: the RDMA CM's RTU)
+ * are looked at each round rather than waited for: a client that never confirms, or a
+ * flood of them, would otherwise hold this thread, and every connection with it, for
+ * ACCEPT_MS each. Given up after ACCEPT_MS. Returns how many moved on. */
+#define PENDING_LOOK_MS 10
+
+static int finish_accepts(struct srv *s, uint64_t now_ms)
+{
+	struct sconn **pp = &s->pending, *c;
+	int moved = 0, rc;
+
+	while ((c = *pp) != NULL) {
+		rc = rpcrdma_accept_finish(c->ep, 0);
+		if (rc == -RPCRDMA_ERR_AGAIN && now_ms < c->accept_until) {
+			if (now_ms + PENDING_LOOK_MS < s->next_due)
+				s->next_due = now_ms + PENDING_LOOK_MS;
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		moved++;
+		if (!rc) {
+			conn_activate(s, c);
+			continue;
+		}
+		rpcrdma_log(rc == -RPCRDMA_ERR_AGAIN ? RPCRDMA_LOG_WARN : RPCRDMA_LOG_INFO,
+			    "gave up a connection over %s its client did not complete: %s",
+			    s->opts.provider, rc == -RPCRDMA_ERR_AGAIN ?
+			    "no confirmation within 5 s" : rpcrdma_strerror(rc));
+		conn_free(c);
+	}
+	return moved;
 }
 
 /* ---- the progress thread ----
@@ -1467,6 +1519,7 @@ static void *progress(void *arg)
 		pthread_mutex_lock(&s->lock);
 		s->next_due = UINT64_MAX;
 		work = accept_one(s, now_us / 1000u);
+		work += s->pending ? finish_accepts(s, now_us / 1000u) : 0;
 		for (c = s->conns; c; c = c->next) {
 			work += poll_conn(c, now_us / 1000u, &polled);
 			ready |= c->head != NULL || (c->dead && !c->destroyed);
@@ -1599,6 +1652,10 @@ static void lst_destroy(SVCXPRT *xprt)
 		if (!c->destroyed)
 			xprt_unregister(&c->xprt);
 		drop_all(c);
+		conn_free(c);
+	}
+	while ((c = s->pending) != NULL) {
+		s->pending = c->next;
 		conn_free(c);
 	}
 	rpcrdma_listener_close(s->l);

@@ -6,7 +6,8 @@
 # the credit grant back to back, 1,000 RDMA_ERRORs and RDMA_DONEs for nothing, a read
 # chunk the server offered read past its end and again after RDMA_DONE, a write chunk
 # under a key already released, a client that posts no receive (over verbs the server
-# ends it after 15 s: RNR without end),
+# ends it after 15 s: RNR without end), over verbs 100 connection requests that never
+# complete the RDMA CM handshake,
 # then 200 connections that never send. At the end the server holds no more descriptors
 # (and, on a device, QPs and MRs: rdma resource) than before them. After each wave a
 # well-behaved client is served (ping, with data checked by perf), the server is alive,
@@ -97,6 +98,22 @@ for r in $(seq "$ROUNDS"); do
 			fail "no 'stalled' reason in the server's log for the client with no receive"
 	fi
 	alive || break
+	# over verbs, 100 connection requests that never complete the RDMA CM handshake (no
+	# RTU), held 8 s: a client is served beside them at once (the server does not wait
+	# on them), and the server gives them up after 5 s
+	if [ "$PROV" = verbs ] && [ -x "$1/cm_liar" ]; then
+		timeout 60 "$1/cm_liar" "$H" "$rport" 100 8 >"$out/cm" 2>&1 &
+		lpid=$!
+		sleep 2
+		t0=$(date +%s%N)
+		served || fail "a client was not served beside 100 unconfirmed connections"
+		echo "served beside them in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+		wait "$lpid" || fail "cm_liar exited $?: $(cat "$out/cm")"
+		cat "$out/cm"
+		grep -q 'gave up a connection over verbs its client did not complete' "$out/serve" ||
+			fail "the server did not give up the unconfirmed connections"
+		alive || break
+	fi
 	# the silent ones are held while a client is served beside them
 	timeout 60 "$LIAR" "$PROV" "$H" "$rport" silent 200 6 >"$out/silent" 2>&1 &
 	lpid=$!

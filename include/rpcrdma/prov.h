@@ -134,6 +134,9 @@ RPCRDMA_API void rpcrdma_reject(struct rpcrdma_connreq *r, const void *pdata, si
  * request (rejected). */
 RPCRDMA_API int rpcrdma_accept_prepare(struct rpcrdma_connreq *r, const void *pdata, size_t len,
 				       struct rpcrdma_ep **out);
+/* timeout_ms 0 does not wait: -RPCRDMA_ERR_AGAIN while the client has not confirmed the
+ * connection (the RDMA CM's RTU), to be asked again; a server's progress thread must
+ * not wait on a client that may never confirm. */
 RPCRDMA_API int rpcrdma_accept_finish(struct rpcrdma_ep *ep, int timeout_ms);
 
 /* Connect with private data; the peer's is then rpcrdma_ep_peer_pdata(). A refusal is
@@ -277,7 +280,12 @@ RPCRDMA_API void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrd
  * client's private data, answers with its own, and starts on the new endpoint with its
  * receives posted before the accept where the provider makes that possible
  * (rpcrdma_accept_prepare; after it elsewhere). The request is consumed. Returns 0 with
- * *out connected, or an error with *out NULL (the engine is then to be destroyed). */
+ * *out connected, or an error with *out NULL (the engine is then to be destroyed). With
+ * timeout_ms 0, a provider that accepts in two steps (verbs) may return
+ * -RPCRDMA_ERR_AGAIN with *out set and the engine started: the client has not confirmed
+ * yet; rpcrdma_accept_finish(*out, 0) says when it has (0), or the caller gives up and
+ * closes *out. A provider that accepts in one step (libfabric's, whose handshake needs
+ * no answer from the client) waits up to 5 s then. */
 RPCRDMA_API int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req,
 				   int timeout_ms, uint64_t now_ms, struct rpcrdma_ep **out);
 

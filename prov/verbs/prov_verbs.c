@@ -107,6 +107,7 @@ struct vb_ep {
 	int64_t cm_looked;           /* when the CM channel was last read (ms); 0: read next */
 	uint32_t max_inline;         /* Sends up to this long go inline (IBV_SEND_INLINE) */
 	struct vb_connreq *req;      /* the request, until it is accepted: rejected if freed */
+	int accepted;                /* the request was accepted (REP sent) */
 	uint32_t mw_cap;             /* window operations the send queue has room for */
 	uint32_t mw_wrs;             /* ... in flight */
 	uint64_t inv_posted, inv_seen;   /* invalidations, in send-queue order */
@@ -774,8 +775,10 @@ static int vb_accept_finish(struct rpcrdma_ep *base, const void *pdata, size_t l
 	struct rdma_cm_event *ev;
 	int rc;
 
-	if (!r)
+	if (!r && !e->accepted)
 		return -RPCRDMA_ERR_INVAL;
+	if (!r)
+		goto wait;   /* accepted before: the handshake's end is still awaited */
 	/* we answer no more Reads than it may issue, and issue no more than it answers: the
 	 * request's fields are already seen from this side (the IB CM swaps them), so
 	 * Linux's client (initiator depth 0, responder resources N) gets depth N from us;
@@ -785,9 +788,16 @@ static int vb_accept_finish(struct rpcrdma_ep *base, const void *pdata, size_t l
 	if (rdma_accept(e->id, &cp))
 		return map_errno(errno);
 	e->req = NULL;
+	e->accepted = 1;
 	free(r);
+wait:
+	/* timeout 0: the client's confirmation (RTU) has not come yet; the caller asks again
+	 * later instead of waiting here, where a client that never sends it would hold a
+	 * server's progress thread (a flood of such requests, every connection) */
 	rc = cm_expect(e->ch, RDMA_CM_EVENT_ESTABLISHED,
 		       timeout_ms < 0 ? VB_CONNECT_MS : timeout_ms, &ev);
+	if (rc == -RPCRDMA_ERR_TIMEDOUT && timeout_ms == 0)
+		return -RPCRDMA_ERR_AGAIN;
 	if (rc)
 		return rc;
 	rdma_ack_cm_event(ev);
