@@ -16,7 +16,7 @@
 #include <rdma/rdma_cma.h>
 
 /* The next event on ch within ms, acked; its type, or -1. */
-static int next_event(struct rdma_event_channel *ch, int ms, struct rdma_cm_id **id)
+static int next_event(struct rdma_event_channel *ch, int ms)
 {
 	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
 	struct rdma_cm_event *ev;
@@ -25,34 +25,44 @@ static int next_event(struct rdma_event_channel *ch, int ms, struct rdma_cm_id *
 	if (poll(&p, 1, ms) <= 0 || rdma_get_cm_event(ch, &ev))
 		return -1;
 	type = (int)ev->event;
-	*id = ev->id;
 	rdma_ack_cm_event(ev);
 	return type;
 }
 
-/* Resolve, then send the request with a made-up QP number: never to be confirmed. */
-static int request(struct rdma_event_channel *ch, struct rdma_cm_id *id, struct addrinfo *ai)
+/* One request on an id and a channel of its own (events of several ids on one channel
+ * would interleave): resolved, then sent with a made-up QP number, never to be
+ * confirmed. 0 when sent. */
+struct req {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	int answered;
+};
+
+static int request(struct req *r, struct addrinfo *ai)
 {
 	struct rdma_conn_param cp;
-	struct rdma_cm_id *got;
 
-	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000) ||
-	    next_event(ch, 3000, &got) != RDMA_CM_EVENT_ADDR_RESOLVED ||
-	    rdma_resolve_route(id, 2000) ||
-	    next_event(ch, 3000, &got) != RDMA_CM_EVENT_ROUTE_RESOLVED)
+	r->ch = rdma_create_event_channel();
+	if (!r->ch || rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP)) {
+		r->id = NULL;
+		return -1;
+	}
+	if (rdma_resolve_addr(r->id, NULL, ai->ai_addr, 2000) ||
+	    next_event(r->ch, 3000) != RDMA_CM_EVENT_ADDR_RESOLVED ||
+	    rdma_resolve_route(r->id, 2000) ||
+	    next_event(r->ch, 3000) != RDMA_CM_EVENT_ROUTE_RESOLVED)
 		return -1;
 	memset(&cp, 0, sizeof(cp));
 	cp.qp_num = 0x1000u + (uint32_t)(rand() & 0xfff);
 	cp.retry_count = 7;
 	cp.rnr_retry_count = 7;
-	return rdma_connect(id, &cp) ? -1 : 0;
+	return rdma_connect(r->id, &cp) ? -1 : 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id **ids, *got;
+	struct req *rq;
 	int n, secs, i, sent = 0, answered = 0, other = 0, type;
 	time_t end;
 
@@ -64,27 +74,37 @@ int main(int argc, char **argv)
 	secs = atoi(argv[4]);
 	if (n <= 0 || getaddrinfo(argv[1], argv[2], &hints, &ai))
 		return 2;
-	ch = rdma_create_event_channel();
-	ids = calloc((size_t)n, sizeof(*ids));
-	if (!ch || !ids)
+	rq = calloc((size_t)n, sizeof(*rq));
+	if (!rq)
 		return 1;
 	srand((unsigned)getpid());
 	for (i = 0; i < n; i++)
-		if (!rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP))
-			sent += !request(ch, ids[i], ai);
+		sent += !request(&rq[i], ai);
 	end = time(NULL) + secs;
-	while (time(NULL) < end)
-		if ((type = next_event(ch, 200, &got)) == RDMA_CM_EVENT_CONNECT_RESPONSE)
-			answered++;   /* the server's REP: no RTU goes back */
-		else if (type >= 0)
-			other++;
+	while (time(NULL) < end) {
+		for (i = 0; i < n; i++) {
+			if (!rq[i].ch || !rq[i].id)
+				continue;
+			type = next_event(rq[i].ch, 0);
+			if (type == RDMA_CM_EVENT_CONNECT_RESPONSE && !rq[i].answered) {
+				rq[i].answered = 1;   /* the server's REP: no RTU goes back */
+				answered++;
+			} else if (type >= 0) {
+				other++;
+			}
+		}
+		poll(NULL, 0, 50);
+	}
 	printf("cm_liar: %d of %d requests sent, %d answered and never confirmed, %d other "
 	       "events, held %d s\n", sent, n, answered, other, secs);
-	for (i = 0; i < n; i++)
-		if (ids[i])
-			rdma_destroy_id(ids[i]);
-	rdma_destroy_event_channel(ch);
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		if (rq[i].id)
+			rdma_destroy_id(rq[i].id);
+		if (rq[i].ch)
+			rdma_destroy_event_channel(rq[i].ch);
+	}
 	freeaddrinfo(ai);
-	free(ids);
+	free(rq);
 	return answered ? 0 : 1;
 }
