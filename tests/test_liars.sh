@@ -110,6 +110,9 @@ for r in $(seq "$ROUNDS"); do
 		echo "served beside them in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 		wait "$lpid" || fail "cm_liar exited $?: $(cat "$out/cm")"
 		cat "$out/cm"
+		# a server that waited on each (5 s) had answered 2 of them in those 8 s
+		n=$(sed -n 's/.* \([0-9]*\) answered and never confirmed.*/\1/p' "$out/cm")
+		[ "${n:-0}" -ge 90 ] || fail "the server answered ${n:-none} of 100 connection requests in 8 s"
 		grep -q 'gave up a connection over verbs its client did not complete' "$out/serve" ||
 			fail "the server did not give up the unconfirmed connections"
 		alive || break
