@@ -1243,6 +1243,9 @@ static int accept_one(struct srv *s, uint64_t now_ms)
 	rc = c->xprt.xp_fd < 0 ? -RPCRDMA_ERR_NOMEM : conn_engine(s, c, req);
 	if (rc == -RPCRDMA_ERR_AGAIN) {   /* the client has not confirmed it yet */
 		c->accept_until = now_ms + ACCEPT_MS;
+		/* its descriptor (verbs: the CM's events with the queue's) wakes this thread
+		 * when the confirmation comes */
+		c->watched = watch_fd(s, rpcrdma_ep_fd(c->ep));
 		c->next = s->pending;
 		s->pending = c;
 		return 1;
@@ -1274,28 +1277,33 @@ static void conn_activate(struct srv *s, struct sconn *c)
 	conn_log(c, RPCRDMA_LOG_INFO, "accepted a connection from", NULL);
 	c->next = s->conns;
 	s->conns = c;
-	c->watched = watch_fd(s, rpcrdma_ep_fd(c->ep));
+	if (!c->watched)   /* a pending one is watched already */
+		c->watched = watch_fd(s, rpcrdma_ep_fd(c->ep));
 	xprt_register(&c->xprt);
 	if (svc_run_sees(s))
 		signal_fd(s->xprt.xp_fd);   /* svc_run() polls a copy of the fd set: wake it */
 }
 
 /* Connections accepted whose clients have not confirmed them (verbs: the RDMA CM's RTU)
- * are looked at each round rather than waited for: a client that never confirms, or a
- * flood of them, would otherwise hold this thread, and every connection with it, for
- * ACCEPT_MS each. Given up after ACCEPT_MS. Returns how many moved on. */
+ * are looked at each round, and when their descriptor wakes this thread, rather than
+ * waited for: a client that never confirms, or a flood of them, would otherwise hold
+ * this thread, and every connection with it, for ACCEPT_MS each. Given up after
+ * ACCEPT_MS. Returns how many moved on. */
 #define PENDING_LOOK_MS 10
 
 static int finish_accepts(struct srv *s, uint64_t now_ms)
 {
 	struct sconn **pp = &s->pending, *c;
+	uint64_t due;
 	int moved = 0, rc;
 
 	while ((c = *pp) != NULL) {
 		rc = rpcrdma_accept_finish(c->ep, 0);
 		if (rc == -RPCRDMA_ERR_AGAIN && now_ms < c->accept_until) {
-			if (now_ms + PENDING_LOOK_MS < s->next_due)
-				s->next_due = now_ms + PENDING_LOOK_MS;
+			/* woken by its descriptor; looked at now and then where it has none */
+			due = c->watched ? c->accept_until : now_ms + PENDING_LOOK_MS;
+			if (due < s->next_due)
+				s->next_due = due;
 			pp = &c->next;
 			continue;
 		}
