@@ -123,6 +123,12 @@ for r in $(seq "$ROUNDS"); do
 	sleep 3
 	cat "$out/silent"
 	alive || { fail "the server died beside the silent connections"; break; }
+	# the resource count sees them (else the leak check at the end would prove nothing)
+	if [ -n "${qp0:-}" ]; then
+		held=$(res_count qp)
+		echo "server QPs with the silent connections held: $held"
+		[ "$held" -ge 100 ] || fail "rdma resource shows $held server QPs beside 200 connections"
+	fi
 	served || fail "a client was not served beside 200 silent connections"
 	wait "$lpid" || fail "liar_peer silent exited $?"
 	alive || { fail "the server died after the silent connections"; break; }
