@@ -64,6 +64,7 @@ int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int t
 	const void *peer;
 	size_t plen;
 	int n, rc, late;
+	int pending;
 
 	if (!e || !req || !out) {
 		rpcrdma_reject(req, NULL, 0);
@@ -87,9 +88,11 @@ int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int t
 		rpcrdma_eng_lower_ep(&lo, ep->prov, ep);
 		rc = rpcrdma_eng_start(e, &lo, now_ms);
 	}
-	if (!rc && !late)
+	pending = !rc && !late;
+	if (pending)
 		rc = rpcrdma_accept_finish(ep, timeout_ms);
-	if (rc == -RPCRDMA_ERR_AGAIN && !timeout_ms) {
+	/* only the finish's AGAIN means a handshake under way (the endpoint stands) */
+	if (pending && rc == -RPCRDMA_ERR_AGAIN && !timeout_ms) {
 		*out = ep;   /* started; the handshake ends with rpcrdma_accept_finish() */
 		return rc;
 	}

@@ -30,6 +30,7 @@
 #define DEF_CREDITS 32u
 #define DEF_RECV_BUDGET 32768u
 #define ACCEPT_MS 5000
+#define MAX_PENDING 128u   /* accepted connections awaiting their clients' confirmation */
 #define DRC_AVG_REPLY 256u   /* knfsd keeps replies of up to 256 bytes (RC_REPLBUFF) */
 #define DEF_DRC_REPLY_MAX 4096u
 
@@ -122,6 +123,7 @@ struct srv {
 	int encode_failed;               /* a reply's results failed to encode (logged once) */
 	struct sconn *conns;
 	struct sconn *pending;           /* accepted, their clients' confirmation awaited */
+	uint32_t npending;
 	struct srv *next;
 };
 
@@ -1233,6 +1235,15 @@ static int accept_one(struct srv *s, uint64_t now_ms)
 	if (!listener_look_now(s, now_ms) || rpcrdma_listener_get(s->l, 0, &req))
 		return 0;
 	s->listener_due = true;   /* another may be waiting behind it */
+	/* each pending one holds a queue pair, buffers and a credit of the pool: a flood
+	 * of requests never confirmed is refused beyond MAX_PENDING, not paid for */
+	if (s->npending >= MAX_PENDING) {
+		rpcrdma_log(RPCRDMA_LOG_WARN, "refused a connection over %s: %u accepted ones "
+			    "still await their clients' confirmation", s->opts.provider,
+			    s->npending);
+		rpcrdma_reject(req, NULL, 0);
+		return 1;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		rpcrdma_reject(req, NULL, 0);
@@ -1248,6 +1259,7 @@ static int accept_one(struct srv *s, uint64_t now_ms)
 		c->watched = watch_fd(s, rpcrdma_ep_fd(c->ep));
 		c->next = s->pending;
 		s->pending = c;
+		s->npending++;
 		return 1;
 	}
 	if (rc) {
@@ -1308,6 +1320,7 @@ static int finish_accepts(struct srv *s, uint64_t now_ms)
 			continue;
 		}
 		*pp = c->next;
+		s->npending--;
 		moved++;
 		if (!rc) {
 			conn_activate(s, c);
