@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Checks nfs3d (examples/nfs3/nfs3d.c) as a client, over ONC RPC/TCP or RPC-over-RDMA,
+/* Checks nfs3d (examples/nfs3d) as a client, over ONC RPC/TCP or RPC-over-RDMA,
  * and every answer against the exported directory itself, which this program reads too:
  *   check_nfs3d onc|PROVIDER HOST NFS_PORT MOUNT_PORT DIR            the whole check
  *   check_nfs3d onc|PROVIDER HOST NFS_PORT MOUNT_PORT DIR save FILE  a handle into FILE
@@ -19,33 +19,24 @@
 #include "mount3.h"
 #include "nfs3_prot.h"
 #include "rpcrdma/nfs3.h"
+#include "check_nfs3d.h"
 
-static CLIENT *cl;
-static int onc;   /* cl is ONC RPC over TCP (else RPC-over-RDMA) */
-static const char *dir;
-static int failures;
+CLIENT *cl;
+int onc;   /* cl is ONC RPC over TCP (else RPC-over-RDMA) */
+const char *dir;
+int failures;
 
-#define CHECK(cond, ...)                                                          \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			fprintf(stderr, "check_nfs3d:%d: ", __LINE__);            \
-			fprintf(stderr, __VA_ARGS__);                             \
-			fprintf(stderr, "\n");                                    \
-			failures++;                                               \
-		}                                                                 \
-	} while (0)
-
-static struct timeval tmo = { 60, 0 };
+struct timeval tmo = { 60, 0 };
 
 /* xdr_void() as an xdrproc_t (libtirpc declares it without arguments) */
-static bool_t x_void(XDR *x, void *p)
+bool_t x_void(XDR *x, void *p)
 {
 	(void)x;
 	(void)p;
 	return TRUE;
 }
 
-static CLIENT *tcp_client(const char *host, unsigned port, rpcprog_t prog, rpcvers_t vers)
+CLIENT *tcp_client(const char *host, unsigned port, rpcprog_t prog, rpcvers_t vers)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	struct netconfig *nc;
@@ -92,7 +83,6 @@ static CLIENT *nfs_client(const char *how, const char *host, unsigned port)
 	return c;
 }
 
-static nfs_fh3 fh_copy(const nfs_fh3 *f);
 
 static int mount_root(const char *host, unsigned port, nfs_fh3 *root)
 {
@@ -123,7 +113,7 @@ static int mount_root(const char *host, unsigned port, nfs_fh3 *root)
 	return 0;
 }
 
-static char *local(const char *rel)
+char *local(const char *rel)
 {
 	static char p[4096];
 
@@ -137,7 +127,7 @@ static char *local(const char *rel)
 static void *kept[1024];
 static unsigned nkept;
 
-static nfs_fh3 fh_copy(const nfs_fh3 *f)
+nfs_fh3 fh_copy(const nfs_fh3 *f)
 {
 	nfs_fh3 c;
 
@@ -155,7 +145,7 @@ static void free_kept(void)
 		free(kept[--nkept]);
 }
 
-static int lookup(const nfs_fh3 *d, const char *name, nfs_fh3 *out, fattr3 *attr)
+int lookup(const nfs_fh3 *d, const char *name, nfs_fh3 *out, fattr3 *attr)
 {
 	LOOKUP3args a = { { *d, (char *)name } };
 	LOOKUP3res r;
@@ -173,7 +163,7 @@ static int lookup(const nfs_fh3 *d, const char *name, nfs_fh3 *out, fattr3 *attr
 	return st;
 }
 
-static int getattr(const nfs_fh3 *f, fattr3 *attr)
+int getattr(const nfs_fh3 *f, fattr3 *attr)
 {
 	GETATTR3args a = { *f };
 	GETATTR3res r;
@@ -188,7 +178,7 @@ static int getattr(const nfs_fh3 *f, fattr3 *attr)
 	return st;
 }
 
-static int create(const nfs_fh3 *d, const char *name, createmode3 mode, const char *verf,
+int create(const nfs_fh3 *d, const char *name, createmode3 mode, const char *verf,
 		  nfs_fh3 *out)
 {
 	CREATE3args a;
@@ -219,7 +209,7 @@ static int create(const nfs_fh3 *d, const char *name, createmode3 mode, const ch
 	return st;
 }
 
-static int mkdir3(const nfs_fh3 *d, const char *name, nfs_fh3 *out)
+int mkdir3(const nfs_fh3 *d, const char *name, nfs_fh3 *out)
 {
 	MKDIR3args a;
 	MKDIR3res r;
@@ -240,7 +230,7 @@ static int mkdir3(const nfs_fh3 *d, const char *name, nfs_fh3 *out)
 	return st;
 }
 
-static int write3(const nfs_fh3 *f, uint64_t off, const char *data, uint32_t len,
+int write3(const nfs_fh3 *f, uint64_t off, const char *data, uint32_t len,
 		  stable_how how, char *verf)
 {
 	WRITE3args a = { *f, off, len, how, { len, (char *)data } };
@@ -264,7 +254,7 @@ static int write3(const nfs_fh3 *f, uint64_t off, const char *data, uint32_t len
 	return st;
 }
 
-static int read3(const nfs_fh3 *f, uint64_t off, uint32_t count, char *buf, uint32_t *got,
+int read3(const nfs_fh3 *f, uint64_t off, uint32_t count, char *buf, uint32_t *got,
 		 bool_t *eof)
 {
 	READ3args a = { *f, off, count };
@@ -286,7 +276,7 @@ static int read3(const nfs_fh3 *f, uint64_t off, uint32_t count, char *buf, uint
 	return st;
 }
 
-static int dirop(rpcproc_t proc, const nfs_fh3 *d, const char *name)
+int dirop(rpcproc_t proc, const nfs_fh3 *d, const char *name)
 {
 	REMOVE3args a = { { *d, (char *)name } };   /* RMDIR3args has the same form */
 	REMOVE3res r;
@@ -597,8 +587,10 @@ static void check_hostile(const nfs_fh3 *root)
 		ma.where.dir = *root;
 		ma.where.name = "fifo";
 		ma.what.type = NF3FIFO;
-		CHECK(nfsproc3_mknod_3(&ma, &mr, cl) == RPC_SUCCESS && mr.status == NFS3ERR_NOTSUPP,
-		      "MKNOD");
+		CHECK(nfsproc3_mknod_3(&ma, &mr, cl) == RPC_SUCCESS && mr.status == NFS3_OK &&
+		      mr.MKNOD3res_u.resok.obj.handle_follows, "MKNOD of a FIFO");
+		xdr_free((xdrproc_t)xdr_MKNOD3res, (char *)&mr);
+		CHECK(dirop(NFSPROC3_REMOVE, root, "fifo") == NFS3_OK, "REMOVE fifo");
 	}
 	/* lengths past nfs3d's bounds: wtmax (1 MiB) and a path of 4096 bytes. Over TCP the
 	 * decoder refuses them before allocating; over RDMA the client's binding refuses to
@@ -678,31 +670,45 @@ static int finish(int rc)
 	return rc;
 }
 
+/* The modes that need no MOUNT first (they are refused it, or make their own). */
+static bool unmounted(const char *mode)
+{
+	return !strcmp(mode, "denied") || !strncmp(mode, "port-", 5);
+}
+
 int main(int argc, char **argv)
 {
-	nfs_fh3 root;
+	nfs_fh3 root = { { 0, NULL } };
+	const char *mode = argc > 6 ? argv[6] : "all";
 
-	if (argc != 6 && argc != 8) {
+	if (argc < 6 || argc > 8) {
 		fprintf(stderr, "usage: check_nfs3d onc|PROVIDER HOST NFS_PORT MOUNT_PORT DIR "
-			"[save|reuse FILE]\n");
+			"[save|reuse FILE | identity | ro | allsquash | denied FILE | "
+			"port-refused|port-taken FILE]\n");
 		return 2;
 	}
 	dir = strdup(argv[5]);
 	rpcrdma_ulb_register(rpcrdma_ulb_nfs3());
 	cl = nfs_client(argv[1], argv[2], (unsigned)atoi(argv[3]));
-	if (!cl || mount_root(argv[2], (unsigned)atoi(argv[4]), &root) < 0)
+	if (!cl || (!unmounted(mode) && mount_root(argv[2], (unsigned)atoi(argv[4]), &root) < 0))
 		return finish(1);
 	clnt_control(cl, CLSET_TIMEOUT, (char *)&tmo);
-	if (argc == 8 && !strcmp(argv[6], "save"))
+	if (!strcmp(mode, "save") && argc == 8)
 		return finish(save_handle(&root, argv[7]));
-	if (argc == 8)
+	if (!strcmp(mode, "reuse") && argc == 8)
 		return finish(reuse_handle(argv[7]));
-	check_files(&root);
-	check_hostile(&root);
+	if (!strcmp(mode, "all")) {
+		check_files(&root);
+		check_hostile(&root);
+	} else if (check_auth(mode, argc == 8 ? argv[7] : NULL, &root, argv[2],
+			      (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]))) {
+		fprintf(stderr, "check_nfs3d: unknown mode %s\n", mode);
+		return finish(2);
+	}
 	finish(0);
 	if (failures)
-		fprintf(stderr, "check_nfs3d: %d checks failed over %s\n", failures, argv[1]);
+		fprintf(stderr, "check_nfs3d: %d checks failed over %s (%s)\n", failures, argv[1], mode);
 	else
-		printf("check_nfs3d: every check passed over %s\n", argv[1]);
+		printf("check_nfs3d: every check passed over %s (%s)\n", argv[1], mode);
 	return failures ? 1 : 0;
 }

@@ -25,7 +25,7 @@ example_providers
 # start_nfs3d PROVIDER DIR [RDMA_PORT TCP_PORT MOUNT_PORT]: sets spid, rport, tport, mport
 start_nfs3d() {
 	local log=$out/nfs3d.$1.log
-	"$BIN/nfs3d" --provider "$1" --listen "$H:${3:-0}" --tcp-port "${4:-0}" \
+	"$BIN/nfs3d" -o no_root_squash --state-dir "$out/state" --provider "$1" --listen "$H:${3:-0}" --tcp-port "${4:-0}" \
 		--mount-port "${5:-0}" "$2" >"$log" 2>&1 &
 	spid=$!
 	for _ in $(seq 200); do grep -q '^nfs3d: .* rdma=' "$log" && break; sleep 0.05; done

@@ -53,13 +53,13 @@ knfsd_up() {
 	echo "rdma 20049" >/proc/fs/nfsd/portlist
 }
 
-# nfs3d (examples/nfs3) on a tmpfs (file handles: the overlay root gives none), over verbs
+# nfs3d (examples/nfs3d) on a tmpfs (file handles: the overlay root gives none), over verbs
 # on fixed ports beside knfsd's; every start logs to a file of its own
 NFS3D_DIR=/srv/nfs3d
 N3_RDMA=20149 N3_TCP=2149 N3_MOUNT=20148 N3_STARTS=0
 nfs3d_start() {
 	local log=/tmp/nfs3d.$((N3_STARTS += 1)).log
-	"$VM_BUILD/nfs3d" -v --provider verbs --listen "$VM_ADDR:$N3_RDMA" --tcp-port $N3_TCP \
+	"$VM_BUILD/nfs3d" -v --state-dir /run/nfs3d --provider verbs --listen "$VM_ADDR:$N3_RDMA" --tcp-port $N3_TCP \
 		--mount-port $N3_MOUNT "$NFS3D_DIR" >$log 2>&1 &
 	N3_PID=$!
 	for _ in $(seq 200); do grep -q '^nfs3d: .* rdma=' $log && { cat $log; return 0; }; sleep 0.1; done

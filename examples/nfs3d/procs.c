@@ -1,65 +1,24 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* nfs3d: an NFS version 3 server (RFC 1813) of one directory, over RPC-over-RDMA (RFC
- * 5666, with the NFSv3 binding of RFC 8267) on any provider and over ONC RPC/TCP, with
- * MOUNT v3 over TCP. The Linux kernel's client mounts it with proto=rdma or proto=tcp.
- *
- *   nfs3d [--provider P] [--listen ADDR:PORT] [--mount-port N] [--tcp-port N]
- *         [--threads N] [-v] DIR
- *
- * Every object is reached through a kernel file handle (name_to_handle_at(2)), opened
- * again with open_by_handle_at(2): the handles a client holds stay valid when nfs3d
- * restarts. That needs CAP_DAC_READ_SEARCH (root). Every handle opened is checked to lie
- * inside DIR, and no path a client sends is ever followed: names are single components
- * (no '/', no NUL), ".." of DIR is DIR. Everyone who reaches the ports may read and
- * write: there are no export options (README.md). */
-#define _GNU_SOURCE
+/* The NFSv3 procedures (RFC 1813 §3.3), each run under its caller's identity (cred.c)
+ * on an object reached by a checked handle (fh.c); and their dispatch, which applies the
+ * export's options first. */
+#include "nfs3d.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <netdb.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <netinet/in.h>
-#include <rpc/rpcb_clnt.h>
+#include <rpc/rpc.h>
 
-#include "mount3.h"
-#include "nfs3_prot.h"
-#include "rpcrdma/nfs3.h"
-
-void mount_program_3(struct svc_req *rqstp, SVCXPRT *transp);
-
-#define FH_MAGIC 0x4e334431u      /* "N3D1" */
-#define FH_HEAD 12u               /* magic, export tag, handle type */
-#define KFH_MAX (NFS3_FHSIZE - FH_HEAD)
-#define MAX_IO (1024u * 1024u)    /* rtmax and wtmax (FSINFO) */
-#define OFFSET_MAX ((uint64_t)INT64_MAX)
-
-/* ---- the export ---- */
-
-static struct {
-	int root_fd;                  /* the mount open_by_handle_at() decodes in */
-	char path[PATH_MAX];          /* canonical */
-	size_t path_len;
-	struct stat st;
-	int mount_id;
-	uint32_t tag;                 /* in every handle: handles of another export are stale */
-	char verf[NFS3_WRITEVERFSIZE];   /* new at every start: unstable writes are resent */
-	int verbose;
-} ex;
-
-static nfsstat3 errno_status(int e)
+nfsstat3 nfs3d_errno_status(int e)
 {
 	switch (e) {
 	case 0: return NFS3_OK;
@@ -87,14 +46,6 @@ static nfsstat3 errno_status(int e)
 	}
 }
 
-static void put32(char *p, uint32_t v)
-{
-	p[0] = (char)(v >> 24);
-	p[1] = (char)(v >> 16);
-	p[2] = (char)(v >> 8);
-	p[3] = (char)v;
-}
-
 static uint32_t get32(const char *p)
 {
 	const unsigned char *u = (const unsigned char *)p;
@@ -102,83 +53,14 @@ static uint32_t get32(const char *p)
 	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
 }
 
-struct kfh {
-	struct file_handle h;
-	unsigned char bytes[KFH_MAX];
-};
-
-/* The kernel's handle of an object, as an NFS handle of this export (malloc'd data). */
-static nfsstat3 fh_of(int dirfd, const char *name, nfs_fh3 *out)
-{
-	struct kfh k;
-	int mount_id, flags = *name ? 0 : AT_EMPTY_PATH;
-
-	k.h.handle_bytes = KFH_MAX;
-	if (name_to_handle_at(dirfd, name, &k.h, &mount_id, flags) < 0)
-		return errno == EOVERFLOW ? NFS3ERR_SERVERFAULT : errno_status(errno);
-	if (mount_id != ex.mount_id)
-		return NFS3ERR_XDEV;   /* another file system mounted inside DIR: not served */
-	out->data.data_val = malloc(FH_HEAD + k.h.handle_bytes);
-	if (!out->data.data_val)
-		return NFS3ERR_JUKEBOX;
-	out->data.data_len = FH_HEAD + k.h.handle_bytes;
-	put32(out->data.data_val, FH_MAGIC);
-	put32(out->data.data_val + 4, ex.tag);
-	put32(out->data.data_val + 8, (uint32_t)k.h.handle_type);
-	memcpy(out->data.data_val + FH_HEAD, k.h.f_handle, k.h.handle_bytes);
-	return NFS3_OK;
-}
-
 static void proc_path(int fd, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "/proc/self/fd/%d", fd);
 }
 
-/* Whether an opened object lies inside DIR: open_by_handle_at() opens anything of the
- * file system DIR is on, so a forged handle could name /etc/shadow. An object whose path
- * the kernel cannot give (disconnected, unlinked) is refused too. */
-static bool inside(int fd)
-{
-	char lnk[40], path[PATH_MAX];
-	ssize_t n;
-
-	proc_path(fd, lnk, sizeof(lnk));
-	n = readlink(lnk, path, sizeof(path) - 1);
-	if (n < 0 || (size_t)n < ex.path_len || memcmp(path, ex.path, ex.path_len))
-		return false;
-	return (size_t)n == ex.path_len || path[ex.path_len] == '/' || ex.path_len == 1;
-}
-
-/* Open the object of a handle. BADHANDLE: not one of ours in form; STALE: of another
- * export, gone, or outside DIR. */
-static nfsstat3 fh_open(const nfs_fh3 *fh, int flags, int *fd)
-{
-	struct kfh k;
-	const char *d = fh->data.data_val;
-	u_int len = fh->data.data_len;
-
-	if (len < FH_HEAD + 4 || len > NFS3_FHSIZE || get32(d) != FH_MAGIC)
-		return NFS3ERR_BADHANDLE;
-	if (get32(d + 4) != ex.tag)
-		return NFS3ERR_STALE;
-	k.h.handle_bytes = len - FH_HEAD;
-	k.h.handle_type = (int)get32(d + 8);
-	memcpy(k.h.f_handle, d + FH_HEAD, len - FH_HEAD);
-	*fd = open_by_handle_at(ex.root_fd, &k.h, flags | O_CLOEXEC);
-	if (*fd < 0)
-		return errno == EINVAL ? NFS3ERR_BADHANDLE : errno == ELOOP ? NFS3ERR_INVAL
-			: errno_status(errno);
-	if (!inside(*fd)) {
-		close(*fd);
-		*fd = -1;
-		return NFS3ERR_STALE;
-	}
-	return NFS3_OK;
-}
-
 static nfsstat3 dir_open(const nfs_fh3 *fh, int *fd)
 {
-	nfsstat3 st = fh_open(fh, O_PATH, fd);
+	nfsstat3 st = nfs3d_fh_open(fh, fd);
 	struct stat sb;
 
 	if (st)
@@ -209,7 +91,7 @@ static nfsstat3 child_open(int dirfd, const char *name, int *fd)
 	if (!strcmp(name, "..") && fstat(dirfd, &sb) == 0 && is_root(&sb))
 		name = ".";
 	*fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	return *fd < 0 ? errno_status(errno) : NFS3_OK;
+	return *fd < 0 ? nfs3d_errno_status(errno) : NFS3_OK;
 }
 
 /* ---- attributes ---- */
@@ -299,8 +181,9 @@ static void close_fd(int fd)
 		close(fd);
 }
 
-/* Apply the settable attributes, through the descriptor's /proc path (an O_PATH
- * descriptor takes no fchmod(), ftruncate() or futimens()). */
+/* Apply the settable attributes as the caller, through the descriptor's /proc path (an
+ * O_PATH descriptor takes no fchmod() or futimens()): the kernel decides who may chown,
+ * chmod (a setuid bit only on one's own file) and set times. */
 static nfsstat3 set_attrs(int fd, const sattr3 *s)
 {
 	char p[40];
@@ -309,21 +192,25 @@ static nfsstat3 set_attrs(int fd, const sattr3 *s)
 
 	proc_path(fd, p, sizeof(p));
 	if (fstat(fd, &sb) < 0)
-		return errno_status(errno);
+		return nfs3d_errno_status(errno);
 	if (s->size.set_it && !S_ISREG(sb.st_mode))
 		return S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
 	if (s->size.set_it && s->size.set_size3_u.size > OFFSET_MAX)
 		return NFS3ERR_FBIG;
-	if (s->size.set_it && truncate(p, (off_t)s->size.set_size3_u.size) < 0)
-		return errno_status(errno);
+	if (s->size.set_it) {
+		nfsstat3 st = nfs3d_truncate(fd, &sb, s->size.set_size3_u.size);
+
+		if (st)
+			return st;
+	}
 	if ((s->uid.set_it || s->gid.set_it) &&
 	    fchownat(fd, "", s->uid.set_it ? s->uid.set_uid3_u.uid : (uid_t)-1,
 		     s->gid.set_it ? s->gid.set_gid3_u.gid : (gid_t)-1, AT_EMPTY_PATH) < 0)
-		return errno_status(errno);
+		return nfs3d_errno_status(errno);
 	/* a symbolic link has no mode of its own to set (Linux) */
 	if (s->mode.set_it && !S_ISLNK(sb.st_mode) &&
 	    chmod(p, s->mode.set_mode3_u.mode & 07777) < 0)
-		return errno_status(errno);
+		return nfs3d_errno_status(errno);
 	if (s->atime.set_it == SET_TO_SERVER_TIME)
 		ts[0].tv_nsec = UTIME_NOW;
 	else if (s->atime.set_it == SET_TO_CLIENT_TIME)
@@ -336,7 +223,7 @@ static nfsstat3 set_attrs(int fd, const sattr3 *s)
 					   s->mtime.set_mtime_u.mtime.nseconds };
 	if ((ts[0].tv_nsec != UTIME_OMIT || ts[1].tv_nsec != UTIME_OMIT) &&
 	    utimensat(AT_FDCWD, p, ts, 0) < 0)
-		return errno_status(errno);
+		return nfs3d_errno_status(errno);
 	return NFS3_OK;
 }
 
@@ -345,7 +232,7 @@ static void new_obj(int dirfd, const char *name, post_op_fh3 *obj, post_op_attr 
 {
 	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 
-	obj->handle_follows = fd >= 0 && fh_of(fd, "", &obj->post_op_fh3_u.handle) == NFS3_OK;
+	obj->handle_follows = fd >= 0 && nfs3d_fh_of(fd, "", &obj->post_op_fh3_u.handle) == NFS3_OK;
 	post_attr(fd, attrs);
 	close_fd(fd);
 }
@@ -365,11 +252,11 @@ static bool p_getattr(GETATTR3args *a, GETATTR3res *r)
 	int fd;
 	struct stat sb;
 
-	r->status = fh_open(&a->object, O_PATH, &fd);
+	r->status = nfs3d_fh_open(&a->object, &fd);
 	if (r->status)
 		return true;
 	if (fstat(fd, &sb) < 0)
-		r->status = errno_status(errno);
+		r->status = nfs3d_errno_status(errno);
 	else
 		fattr_of(&sb, &r->GETATTR3res_u.resok.obj_attributes);
 	close(fd);
@@ -382,7 +269,7 @@ static bool p_setattr(SETATTR3args *a, SETATTR3res *r)
 	struct stat sb;
 	wcc_data *w = &r->SETATTR3res_u.resok.obj_wcc;
 
-	r->status = fh_open(&a->object, O_PATH, &fd);
+	r->status = nfs3d_fh_open(&a->object, &fd);
 	if (r->status)
 		return true;
 	wcc_begin(fd, w);
@@ -408,7 +295,7 @@ static bool p_lookup(LOOKUP3args *a, LOOKUP3res *r)
 		return true;
 	r->status = child_open(dirfd, a->what.name, &fd);
 	if (!r->status) {
-		r->status = fh_of(fd, "", &ok->object);
+		r->status = nfs3d_fh_of(fd, "", &ok->object);
 		post_attr(fd, &ok->obj_attributes);
 		close(fd);
 	}
@@ -418,21 +305,58 @@ static bool p_lookup(LOOKUP3args *a, LOOKUP3res *r)
 	return true;
 }
 
-/* Everyone may read and write (no export options); execute needs an execute bit. */
+/* What this caller may do, asked of the kernel under its identity, bit by bit as knfsd
+ * maps them (nfsd_access(): nfs3_regaccess, nfs3_diraccess, nfs3_anyaccess); a read-only
+ * export grants no change to a file or a directory. */
+struct access_map {
+	uint32 bit;
+	int mode;
+	bool changes;
+};
+
+static const struct access_map reg_access[] = {
+	{ ACCESS3_READ, R_OK, false }, { ACCESS3_EXECUTE, X_OK, false },
+	{ ACCESS3_MODIFY, W_OK, true }, { ACCESS3_EXTEND, W_OK, true }, { 0, 0, false },
+};
+static const struct access_map dir_access[] = {
+	{ ACCESS3_READ, R_OK, false }, { ACCESS3_LOOKUP, X_OK, false },
+	{ ACCESS3_MODIFY, X_OK | W_OK, true }, { ACCESS3_EXTEND, X_OK | W_OK, true },
+	{ ACCESS3_DELETE, X_OK | W_OK, true }, { 0, 0, false },
+};
+static const struct access_map any_access[] = {
+	{ ACCESS3_READ, R_OK, false }, { ACCESS3_EXECUTE, X_OK, false },
+	{ ACCESS3_MODIFY, W_OK, false }, { ACCESS3_EXTEND, W_OK, false }, { 0, 0, false },
+};
+
+static uint32 access_of(int fd, const struct stat *sb, uint32 asked)
+{
+	const struct access_map *m = S_ISREG(sb->st_mode) ? reg_access
+				     : S_ISDIR(sb->st_mode) ? dir_access : any_access;
+	uint32 ok = 0;
+
+	for (; m->bit; m++) {
+		if (!(asked & m->bit) || (m->changes && nfs3d_opts_now()->ro))
+			continue;
+		if (syscall(SYS_faccessat2, fd, "", m->mode, AT_EACCESS | AT_EMPTY_PATH) == 0)
+			ok |= m->bit;
+	}
+	return ok;
+}
+
 static bool p_access(ACCESS3args *a, ACCESS3res *r)
 {
 	int fd;
 	struct stat sb;
-	uint32 ok = ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND |
-		    ACCESS3_DELETE;
 
-	r->status = fh_open(&a->object, O_PATH, &fd);
+	r->status = nfs3d_fh_open(&a->object, &fd);
 	if (r->status)
 		return true;
-	if (fstat(fd, &sb) == 0 && (S_ISDIR(sb.st_mode) || (sb.st_mode & 0111)))
-		ok |= ACCESS3_EXECUTE;
-	r->ACCESS3res_u.resok.access = a->access & ok;
-	post_attr(fd, &r->ACCESS3res_u.resok.obj_attributes);
+	if (fstat(fd, &sb) < 0)
+		r->status = nfs3d_errno_status(errno);
+	else
+		r->ACCESS3res_u.resok.access = access_of(fd, &sb, a->access);
+	post_attr(fd, r->status ? &r->ACCESS3res_u.resfail.obj_attributes
+				: &r->ACCESS3res_u.resok.obj_attributes);
 	close(fd);
 	return true;
 }
@@ -444,12 +368,12 @@ static bool p_readlink(READLINK3args *a, READLINK3res *r)
 	ssize_t n;
 	READLINK3resok *ok = &r->READLINK3res_u.resok;
 
-	r->status = fh_open(&a->symlink, O_PATH, &fd);
+	r->status = nfs3d_fh_open(&a->symlink, &fd);
 	if (r->status)
 		return true;
 	n = readlinkat(fd, "", buf, sizeof(buf) - 1);
 	if (n < 0) {
-		r->status = errno == ENOENT ? NFS3ERR_INVAL : errno_status(errno);
+		r->status = errno == ENOENT ? NFS3ERR_INVAL : nfs3d_errno_status(errno);
 		post_attr(fd, &r->READLINK3res_u.resfail.symlink_attributes);
 	} else if (!(ok->data = strndup(buf, (size_t)n))) {
 		r->status = NFS3ERR_JUKEBOX;
@@ -470,7 +394,7 @@ static nfsstat3 read_at(int fd, char *buf, uint32_t count, uint64_t off, uint32_
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return errno_status(errno);
+			return nfs3d_errno_status(errno);
 		if (n == 0)
 			break;
 		*got += (uint32_t)n;
@@ -487,17 +411,9 @@ static bool p_read(READ3args *a, READ3res *r)
 	uint32_t count = a->count > MAX_IO ? MAX_IO : a->count, got = 0;
 	READ3resok *ok = &r->READ3res_u.resok;
 
-	r->status = fh_open(&a->file, O_RDONLY, &fd);
+	r->status = nfs3d_fh_io(&a->file, false, &fd, &sb);
 	if (r->status)
 		return true;
-	if (fstat(fd, &sb) < 0) {
-		r->status = errno_status(errno);
-		goto out_attr;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		r->status = S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
-		goto out_attr;
-	}
 	/* past the largest offset there is nothing: an empty read at its end, as knfsd */
 	if (a->offset > OFFSET_MAX || count > OFFSET_MAX - a->offset)
 		count = a->offset > OFFSET_MAX ? 0 : (uint32_t)(OFFSET_MAX - a->offset);
@@ -524,7 +440,7 @@ static nfsstat3 write_at(int fd, const char *buf, uint32_t count, uint64_t off)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return n < 0 ? errno_status(errno) : NFS3ERR_IO;
+			return n < 0 ? nfs3d_errno_status(errno) : NFS3ERR_IO;
 		done += (uint32_t)n;
 	}
 	return NFS3_OK;
@@ -539,7 +455,9 @@ static bool p_write(WRITE3args *a, WRITE3res *r)
 	wcc_data *w = &ok->file_wcc;   /* resfail's wcc_data is at the same place */
 	int sync_rc = 0;
 
-	r->status = fh_open(&a->file, O_WRONLY, &fd);
+	struct stat sb;
+
+	r->status = nfs3d_fh_io(&a->file, true, &fd, &sb);
 	if (r->status)
 		return true;
 	wcc_begin(fd, w);
@@ -554,7 +472,7 @@ static bool p_write(WRITE3args *a, WRITE3res *r)
 	else if (!r->status && a->stable == DATA_SYNC)
 		sync_rc = fdatasync(fd);
 	if (sync_rc < 0)
-		r->status = errno_status(errno);
+		r->status = nfs3d_errno_status(errno);
 	if (!r->status) {
 		ok->count = a->count;
 		ok->committed = a->stable;
@@ -580,10 +498,10 @@ static nfsstat3 create_exclusive(int dirfd, const char *name, const char *verf)
 		return NFS3ERR_EXIST;
 	}
 	if (fd < 0)
-		return errno_status(errno);
+		return nfs3d_errno_status(errno);
 	if (futimens(fd, ts) < 0) {
 		close(fd);
-		return errno_status(errno);
+		return nfs3d_errno_status(errno);
 	}
 	close(fd);
 	return NFS3_OK;
@@ -607,7 +525,7 @@ static nfsstat3 create_file(int dirfd, const char *name, const createhow3 *how)
 	if (fd < 0 && errno == EEXIST && how->mode == UNCHECKED)
 		fd = openat(dirfd, name, flags & ~O_CREAT);
 	if (fd < 0)
-		return errno == ELOOP ? NFS3ERR_EXIST : errno_status(errno);
+		return errno == ELOOP ? NFS3ERR_EXIST : nfs3d_errno_status(errno);
 	if (!made && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))) {
 		close(fd);
 		return NFS3ERR_EXIST;   /* a directory or a special file of that name */
@@ -660,7 +578,7 @@ static bool p_mkdir(MKDIR3args *a, MKDIR3res *r)
 		r->status = NFS3ERR_EXIST;
 	else if (mkdirat(dirfd, a->where.name,
 			 s->mode.set_it ? s->mode.set_mode3_u.mode & 07777 : 0755) < 0)
-		r->status = errno_status(errno);
+		r->status = nfs3d_errno_status(errno);
 	rest.mode.set_it = FALSE;
 	rest.size.set_it = FALSE;
 	if (!r->status && (fd = openat(dirfd, a->where.name, O_PATH | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
@@ -689,7 +607,7 @@ static bool p_symlink(SYMLINK3args *a, SYMLINK3res *r)
 	else if (!*a->symlink.symlink_data)
 		r->status = NFS3ERR_INVAL;
 	else if (symlinkat(a->symlink.symlink_data, dirfd, a->where.name) < 0)
-		r->status = errno_status(errno);
+		r->status = nfs3d_errno_status(errno);
 	if (!r->status)
 		new_obj(dirfd, a->where.name, &ok->obj, &ok->obj_attributes);
 	wcc_end(dirfd, &ok->dir_wcc);
@@ -698,34 +616,94 @@ static bool p_symlink(SYMLINK3args *a, SYMLINK3res *r)
 	return true;
 }
 
-/* Devices, sockets and FIFOs are not made over the network here. */
+/* The node MKNOD makes: a device only for a caller the kernel lets make one (a root that
+ * was not squashed keeps CAP_MKNOD; no other caller has it), as knfsd. */
+static nfsstat3 mknod_mode(const mknoddata3 *w, const sattr3 **s, mode_t *mode, dev_t *dev)
+{
+	*dev = 0;
+	switch (w->type) {
+	case NF3CHR:
+	case NF3BLK:
+		*s = &w->mknoddata3_u.device.dev_attributes;
+		*mode = w->type == NF3CHR ? S_IFCHR : S_IFBLK;
+		*dev = makedev(w->mknoddata3_u.device.spec.specdata1,
+			       w->mknoddata3_u.device.spec.specdata2);
+		if (major(*dev) != w->mknoddata3_u.device.spec.specdata1 ||
+		    minor(*dev) != w->mknoddata3_u.device.spec.specdata2)
+			return NFS3ERR_INVAL;
+		break;
+	case NF3SOCK:
+	case NF3FIFO:
+		*s = &w->mknoddata3_u.pipe_attributes;
+		*mode = w->type == NF3SOCK ? S_IFSOCK : S_IFIFO;
+		break;
+	default:
+		return NFS3ERR_BADTYPE;
+	}
+	if ((*s)->mode.set_it)
+		*mode |= (*s)->mode.set_mode3_u.mode & 07777;
+	return NFS3_OK;
+}
+
 static bool p_mknod(MKNOD3args *a, MKNOD3res *r)
 {
-	int dirfd;
+	int dirfd, fd;
+	MKNOD3resok *ok = &r->MKNOD3res_u.resok;
+	const sattr3 *s = NULL;
+	sattr3 rest;
+	mode_t mode = 0;
+	dev_t dev;
 
 	r->status = dir_open(&a->where.dir, &dirfd);
 	if (r->status)
 		return true;
-	wcc_begin(dirfd, &r->MKNOD3res_u.resfail.dir_wcc);
-	r->status = NFS3ERR_NOTSUPP;
-	wcc_end(dirfd, &r->MKNOD3res_u.resfail.dir_wcc);
+	wcc_begin(dirfd, &ok->dir_wcc);
+	r->status = mknod_mode(&a->what, &s, &mode, &dev);
+	if (!r->status && is_dot(a->where.name))
+		r->status = NFS3ERR_EXIST;
+	else if (!r->status && mknodat(dirfd, a->where.name, mode, dev) < 0)
+		r->status = nfs3d_errno_status(errno);
+	if (!r->status) {
+		rest = *s;
+		rest.mode.set_it = FALSE;
+		rest.size.set_it = FALSE;
+		fd = openat(dirfd, a->where.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		r->status = fd < 0 ? nfs3d_errno_status(errno) : set_attrs(fd, &rest);
+		close_fd(fd);
+	}
+	if (!r->status)
+		new_obj(dirfd, a->where.name, &ok->obj, &ok->obj_attributes);
+	wcc_end(dirfd, &ok->dir_wcc);
+	wcc_to_fail(r->status, &ok->dir_wcc, &r->MKNOD3res_u.resfail.dir_wcc);
 	close(dirfd);
 	return true;
+}
+
+/* What a name in a directory is now, so that its cached descriptors go once it is
+ * removed or replaced (fh.c: a removed file is not held open). */
+static bool name_stat(int dirfd, const char *name, struct stat *sb)
+{
+	return fstatat(dirfd, name, sb, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /* REMOVE and RMDIR ("." and "..": ACCES, as knfsd). */
 static nfsstat3 unlink_in(const diropargs3 *d, int flags, wcc_data *w)
 {
 	int dirfd;
+	struct stat sb;
+	bool known;
 	nfsstat3 st = dir_open(&d->dir, &dirfd);
 
 	if (st)
 		return st;
 	wcc_begin(dirfd, w);
+	known = !is_dot(d->name) && name_stat(dirfd, d->name, &sb);
 	if (is_dot(d->name))
 		st = NFS3ERR_ACCES;
 	else if (unlinkat(dirfd, d->name, flags) < 0)
-		st = errno_status(errno);
+		st = nfs3d_errno_status(errno);
+	if (!st && known)
+		nfs3d_fh_forget(sb.st_dev, sb.st_ino);
 	wcc_end(dirfd, w);
 	close(dirfd);
 	return st;
@@ -747,6 +725,8 @@ static bool p_rename(RENAME3args *a, RENAME3res *r)
 {
 	int from, to = -1;
 	RENAME3resok *ok = &r->RENAME3res_u.resok;
+	struct stat old;
+	bool replaced = false;
 
 	r->status = dir_open(&a->from.dir, &from);
 	if (r->status)
@@ -756,8 +736,11 @@ static bool p_rename(RENAME3args *a, RENAME3res *r)
 	wcc_begin(to, &ok->todir_wcc);
 	if (!r->status && (is_dot(a->from.name) || is_dot(a->to.name)))
 		r->status = NFS3ERR_INVAL;
-	else if (!r->status && renameat(from, a->from.name, to, a->to.name) < 0)
-		r->status = errno_status(errno);
+	else if (!r->status && (replaced = name_stat(to, a->to.name, &old),
+				renameat(from, a->from.name, to, a->to.name) < 0))
+		r->status = nfs3d_errno_status(errno);
+	if (!r->status && replaced)
+		nfs3d_fh_forget(old.st_dev, old.st_ino);
 	wcc_end(from, &ok->fromdir_wcc);
 	wcc_end(to, &ok->todir_wcc);
 	close(from);
@@ -771,7 +754,7 @@ static bool p_link(LINK3args *a, LINK3res *r)
 	char p[40];
 	LINK3resok *ok = &r->LINK3res_u.resok;
 
-	r->status = fh_open(&a->file, O_PATH, &fd);
+	r->status = nfs3d_fh_open(&a->file, &fd);
 	if (r->status)
 		return true;
 	r->status = dir_open(&a->link.dir, &dirfd);
@@ -780,7 +763,7 @@ static bool p_link(LINK3args *a, LINK3res *r)
 	if (!r->status && is_dot(a->link.name))
 		r->status = NFS3ERR_EXIST;
 	else if (!r->status && linkat(AT_FDCWD, p, dirfd, a->link.name, AT_SYMLINK_FOLLOW) < 0)
-		r->status = errno_status(errno);
+		r->status = nfs3d_errno_status(errno);
 	post_attr(fd, &ok->file_attributes);
 	wcc_end(dirfd, &ok->linkdir_wcc);
 	close(fd);
@@ -826,9 +809,19 @@ static uint32_t xdr_len(size_t n)
 /* The directory of a READDIR/READDIRPLUS, positioned at the cookie. */
 static nfsstat3 dir_at(const nfs_fh3 *fh, cookie3 cookie, struct dscan *d, struct stat *sb)
 {
-	nfsstat3 st = fh_open(fh, O_RDONLY | O_DIRECTORY, &d->fd);
+	char p[40];
+	int pfd;
+	nfsstat3 st = nfs3d_fh_open(fh, &pfd);
 
 	d->n = d->pos = 0;
+	d->fd = -1;
+	if (st)
+		return st;
+	/* opened for reading as the caller: the kernel checks its read permission */
+	proc_path(pfd, p, sizeof(p));
+	d->fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	st = d->fd < 0 ? (errno == ENOTDIR ? NFS3ERR_NOTDIR : nfs3d_errno_status(errno)) : NFS3_OK;
+	close(pfd);
 	if (st)
 		return st;
 	if (fstat(d->fd, sb) < 0 || (cookie && lseek(d->fd, (off_t)cookie, SEEK_SET) < 0)) {
@@ -905,7 +898,7 @@ static bool plus_entry(int dirfd, const struct stat *dir, const struct dirent64 
 	if (n->name_attributes.attributes_follow)
 		n->fileid = n->name_attributes.post_op_attr_u.attributes.fileid;
 	n->name_handle.handle_follows =
-		fd >= 0 && fh_of(fd, "", &n->name_handle.post_op_fh3_u.handle) == NFS3_OK;
+		fd >= 0 && nfs3d_fh_of(fd, "", &n->name_handle.post_op_fh3_u.handle) == NFS3_OK;
 	close_fd(fd);
 	return true;
 }
@@ -964,11 +957,11 @@ static bool p_fsstat(FSSTAT3args *a, FSSTAT3res *r)
 	struct statvfs v;
 	FSSTAT3resok *ok = &r->FSSTAT3res_u.resok;
 
-	r->status = fh_open(&a->fsroot, O_RDONLY, &fd);
+	r->status = nfs3d_fh_open(&a->fsroot, &fd);
 	if (r->status)
 		return true;
 	if (fstatvfs(fd, &v) < 0) {
-		r->status = errno_status(errno);
+		r->status = nfs3d_errno_status(errno);
 		post_attr(fd, &r->FSSTAT3res_u.resfail.obj_attributes);
 	} else {
 		ok->tbytes = (size3)v.f_blocks * v.f_frsize;
@@ -989,7 +982,7 @@ static bool p_fsinfo(FSINFO3args *a, FSINFO3res *r)
 	int fd;
 	FSINFO3resok *ok = &r->FSINFO3res_u.resok;
 
-	r->status = fh_open(&a->fsroot, O_PATH, &fd);
+	r->status = nfs3d_fh_open(&a->fsroot, &fd);
 	if (r->status)
 		return true;
 	ok->rtmax = ok->rtpref = ok->wtmax = ok->wtpref = MAX_IO;
@@ -1009,7 +1002,7 @@ static bool p_pathconf(PATHCONF3args *a, PATHCONF3res *r)
 	int fd;
 	PATHCONF3resok *ok = &r->PATHCONF3res_u.resok;
 
-	r->status = fh_open(&a->object, O_PATH, &fd);
+	r->status = nfs3d_fh_open(&a->object, &fd);
 	if (r->status)
 		return true;
 	ok->linkmax = 32000;
@@ -1028,12 +1021,14 @@ static bool p_commit(COMMIT3args *a, COMMIT3res *r)
 	int fd;
 	COMMIT3resok *ok = &r->COMMIT3res_u.resok;
 
-	r->status = fh_open(&a->file, O_RDONLY, &fd);
+	struct stat sb;
+
+	r->status = nfs3d_fh_io(&a->file, true, &fd, &sb);
 	if (r->status)
 		return true;
 	wcc_begin(fd, &ok->file_wcc);
 	if (fsync(fd) < 0)
-		r->status = errno_status(errno);
+		r->status = nfs3d_errno_status(errno);
 	else
 		memcpy(ok->verf, ex.verf, sizeof(ex.verf));
 	wcc_end(fd, &ok->file_wcc);
@@ -1169,6 +1164,68 @@ union nfs3_res {
 	PATHCONF3res pathconf; COMMIT3res commit;
 };
 
+/* The procedures that change the file system: NFS3ERR_ROFS on a read-only export. */
+static bool changes(rpcproc_t proc)
+{
+	switch (proc) {
+	case NFSPROC3_SETATTR: case NFSPROC3_WRITE: case NFSPROC3_CREATE:
+	case NFSPROC3_MKDIR: case NFSPROC3_SYMLINK: case NFSPROC3_MKNOD:
+	case NFSPROC3_REMOVE: case NFSPROC3_RMDIR: case NFSPROC3_RENAME:
+	case NFSPROC3_LINK: case NFSPROC3_COMMIT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Over RDMA every call counts as from a privileged port, as knfsd's svc_rdma sets
+ * RQ_SECURE for all: an RDMA connection's port says nothing of its sender's rights. */
+static bool from_rdma(const SVCXPRT *x)
+{
+	return x->xp_netid && !strncmp(x->xp_netid, "rdma", 4);
+}
+
+/* What knfsd answers before it runs a call (nfsd_setuser_and_check_port(),
+ * nfsd_permission()), in its order: a TCP call from an unprivileged port on a "secure"
+ * export gets NFS3ERR_PERM, a change on a read-only one NFS3ERR_ROFS; then the call takes
+ * its caller's identity, or is refused (never run as root by mistake). */
+static nfsstat3 call_refusal(struct svc_req *rq, SVCXPRT *x, const struct nfs3d_opts *o)
+{
+	const struct netbuf *nb = svc_getrpccaller(x);
+	struct nfs3d_cred c;
+
+	if (!o->insecure && !from_rdma(x) &&
+	    !nfs3d_port_secure(nb ? nb->buf : NULL, nb ? nb->len : 0))
+		return NFS3ERR_PERM;
+	if (o->ro && changes(rq->rq_proc))
+		return NFS3ERR_ROFS;
+	nfs3d_opts_set(o);
+	nfs3d_cred_map(o, (int)rq->rq_cred.oa_flavor, rq->rq_clntcred, &c);
+	if (nfs3d_cred_enter(&c) < 0) {
+		fprintf(stderr, "nfs3d: cannot take the identity uid %u gid %u: refused\n",
+			c.uid, c.gid);
+		return NFS3ERR_SERVERFAULT;
+	}
+	return NFS3_OK;
+}
+
+/* The options for a call's client; NULL, with the RPC-level answer sent, for a client the
+ * list does not hold (AUTH_BADCRED, as knfsd's svcauth_unix_set_client() denies it) or a
+ * flavour other than AUTH_SYS and AUTH_NONE (AUTH_TOOWEAK). */
+const struct nfs3d_opts *nfs3d_call_opts(struct svc_req *rq, SVCXPRT *x)
+{
+	const struct netbuf *nb = svc_getrpccaller(x);
+	const struct nfs3d_opts *o = nfs3d_client_opts(nb ? nb->buf : NULL, nb ? nb->len : 0);
+
+	if (rq->rq_cred.oa_flavor != AUTH_SYS && rq->rq_cred.oa_flavor != AUTH_NONE) {
+		svcerr_weakauth(x);
+		return NULL;
+	}
+	if (!o)
+		svcerr_auth(x, AUTH_BADCRED);
+	return o;
+}
+
 /* Every result union starts with its nfsstat3. */
 static void log_call(const struct proc *p, const SVCXPRT *x, bool garbage, const void *res)
 {
@@ -1181,11 +1238,12 @@ static void log_call(const struct proc *p, const SVCXPRT *x, bool garbage, const
 			p->xres == (xdrproc_t)x_void ? 0 : *(const int *)res);
 }
 
-static void nfs3_dispatch(struct svc_req *rq, SVCXPRT *x)
+void nfs3d_dispatch(struct svc_req *rq, SVCXPRT *x)
 {
 	const struct proc *p;
 	union nfs3_args a;
 	union nfs3_res r;
+	const struct nfs3d_opts *o = NULL;
 	bool ok;
 
 	if (rq->rq_proc >= sizeof(procs) / sizeof(procs[0])) {
@@ -1195,7 +1253,13 @@ static void nfs3_dispatch(struct svc_req *rq, SVCXPRT *x)
 	p = &procs[rq->rq_proc];
 	memset(&a, 0, sizeof(a));
 	memset(&r, 0, sizeof(r));
-	ok = svc_getargs(x, p->xargs, (caddr_t)&a) && p->fn(&a, &r);
+	if (rq->rq_proc != NFSPROC3_NULL && !(o = nfs3d_call_opts(rq, x)))
+		return;   /* refused at the RPC level (an unlisted client, a flavour not taken) */
+	ok = svc_getargs(x, p->xargs, (caddr_t)&a);
+	if (ok && rq->rq_proc != NFSPROC3_NULL)
+		r.getattr.status = call_refusal(rq, x, o);
+	if (ok && !r.getattr.status)
+		ok = p->fn(&a, &r);
 	log_call(p, x, !ok, &r);
 	if (!ok)
 		svcerr_decode(x);
@@ -1203,393 +1267,4 @@ static void nfs3_dispatch(struct svc_req *rq, SVCXPRT *x)
 		svcerr_systemerr(x);
 	svc_freeargs(x, p->xargs, (caddr_t)&a);
 	xdr_free(p->xres, (caddr_t)&r);
-}
-
-/* ---- MOUNT v3 (RFC 1813 Appendix I) ---- */
-
-bool_t mountproc3_null_3_svc(void *a, void *r, struct svc_req *rq)
-{
-	(void)a;
-	(void)r;
-	(void)rq;
-	return TRUE;
-}
-
-/* DIR, or a directory below it (as knfsd lets a client mount part of an export). */
-bool_t mountproc3_mnt_3_svc(dirpath3 *a, mountres3 *r, struct svc_req *rq)
-{
-	char real[PATH_MAX];
-	struct stat sb;
-	nfs_fh3 fh = { { 0, NULL } };
-	static int flavors[] = { AUTH_UNIX };
-	mountres3_ok *ok = &r->mountres3_u.mountinfo;
-
-	(void)rq;
-	memset(r, 0, sizeof(*r));
-	if (!realpath(*a, real) || stat(real, &sb) < 0) {
-		r->fhs_status = MNT3ERR_NOENT;
-	} else if (strncmp(real, ex.path, ex.path_len) ||
-		   (real[ex.path_len] != '/' && real[ex.path_len] && ex.path_len > 1)) {
-		r->fhs_status = MNT3ERR_ACCES;
-	} else if (!S_ISDIR(sb.st_mode)) {
-		r->fhs_status = MNT3ERR_NOTDIR;
-	} else if (fh_of(AT_FDCWD, real, &fh) != NFS3_OK) {
-		r->fhs_status = MNT3ERR_SERVERFAULT;
-	} else {
-		r->fhs_status = MNT3_OK;
-		ok->fhandle.fhandle3_val = fh.data.data_val;
-		ok->fhandle.fhandle3_len = fh.data.data_len;
-		ok->auth_flavors.auth_flavors_val = malloc(sizeof(flavors));
-		if (ok->auth_flavors.auth_flavors_val) {
-			memcpy(ok->auth_flavors.auth_flavors_val, flavors, sizeof(flavors));
-			ok->auth_flavors.auth_flavors_len = 1;
-		}
-	}
-	if (ex.verbose)
-		fprintf(stderr, "nfs3d: MNT %s: %d\n", *a, r->fhs_status);
-	return TRUE;
-}
-
-bool_t mountproc3_umnt_3_svc(dirpath3 *a, void *r, struct svc_req *rq)
-{
-	(void)a;
-	(void)r;
-	(void)rq;
-	return TRUE;   /* nfs3d keeps no list of mounts */
-}
-
-bool_t mountproc3_export_3_svc(void *a, exports3 *r, struct svc_req *rq)
-{
-	exportnode3 *n = calloc(1, sizeof(*n));
-
-	(void)a;
-	(void)rq;
-	*r = NULL;
-	if (n && (n->ex_dir = strdup(ex.path)))
-		*r = n;
-	else
-		free(n);
-	return TRUE;
-}
-
-int mount_program_3_freeresult(SVCXPRT *x, xdrproc_t xres, caddr_t res)
-{
-	(void)x;
-	xdr_free(xres, res);
-	return 1;
-}
-
-/* ---- setup ---- */
-
-struct opts {
-	const char *provider;
-	char host[256];             /* "": every address */
-	uint32_t port;              /* RDMA */
-	uint32_t mount_port, tcp_port;
-	int threads;
-	const char *dir;
-};
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: nfs3d [--provider P] [--listen ADDR:PORT] [--mount-port N] [--tcp-port N]\n"
-		"             [--threads N] [-v] DIR\n"
-		"Serves DIR over NFSv3: over RPC-over-RDMA (RFC 5666/8267) and ONC RPC/TCP, with\n"
-		"MOUNT v3 over TCP. Everyone who reaches the ports may read and write DIR.\n"
-		"  --provider P    tcp, shm or verbs (default: $RPCRDMA_PROVIDER, else tcp)\n"
-		"  --listen A:P    RDMA address and port (default: every address, port 20049);\n"
-		"                  the TCP ports listen on the same address; port 0: any\n"
-		"  --mount-port N  MOUNT v3 over TCP (default 0: any)\n"
-		"  --tcp-port N    NFSv3 over TCP (default 0: any)\n"
-		"  --threads N     RDMA dispatch threads, also for one connection (default 8)\n"
-		"  -v              a line per call on stderr\n"
-		"Needs CAP_DAC_READ_SEARCH (root): file handles are the kernel's, valid across\n"
-		"restarts. Prints \"nfs3d: DIR rdma=P tcp=P mount=P provider=P\" when it serves.\n");
-}
-
-static int parse_port(const char *s, uint32_t *out)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-
-	if (!*s || *end || v > 65535)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-/* ADDR:PORT, [ADDR6]:PORT or :PORT */
-static int parse_listen(const char *s, struct opts *o)
-{
-	const char *colon = strrchr(s, ':');
-	size_t hl;
-
-	if (!colon || parse_port(colon + 1, &o->port) < 0)
-		return -1;
-	hl = (size_t)(colon - s);
-	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
-		s++;
-		hl -= 2;
-	}
-	if (hl >= sizeof(o->host))
-		return -1;
-	memcpy(o->host, s, hl);
-	o->host[hl] = '\0';
-	return 0;
-}
-
-static int parse_args(int argc, char **argv, struct opts *o)
-{
-	int i;
-
-	memset(o, 0, sizeof(*o));
-	o->port = 20049;
-	o->threads = 8;
-	for (i = 1; i < argc; i++) {
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			exit(0);
-		} else if (!strcmp(argv[i], "-v")) {
-			ex.verbose = 1;
-		} else if (!strcmp(argv[i], "--provider") && v) {
-			o->provider = v;
-			i++;
-		} else if (!strcmp(argv[i], "--listen") && v && parse_listen(v, o) == 0) {
-			i++;
-		} else if (!strcmp(argv[i], "--mount-port") && v && parse_port(v, &o->mount_port) == 0) {
-			i++;
-		} else if (!strcmp(argv[i], "--tcp-port") && v && parse_port(v, &o->tcp_port) == 0) {
-			i++;
-		} else if (!strcmp(argv[i], "--threads") && v && atoi(v) > 0 && atoi(v) <= 64) {
-			o->threads = atoi(v);
-			i++;
-		} else if (argv[i][0] != '-' && !o->dir) {
-			o->dir = argv[i];
-		} else {
-			fprintf(stderr, "nfs3d: bad argument '%s'\n", argv[i]);
-			return -1;
-		}
-	}
-	if (!o->dir) {
-		fprintf(stderr, "nfs3d: no directory to serve\n");
-		return -1;
-	}
-	return 0;
-}
-
-static uint32_t fnv1a(const unsigned char *p, size_t n, uint32_t h)
-{
-	while (n--)
-		h = (h ^ *p++) * 16777619u;
-	return h;
-}
-
-/* DIR: its handle is tried at once, since nothing works without handles. */
-static int export_open(const char *dir)
-{
-	struct kfh k;
-	int fd;
-	uint32_t type;
-
-	if (!realpath(dir, ex.path)) {
-		fprintf(stderr, "nfs3d: %s: %s\n", dir, strerror(errno));
-		return -1;
-	}
-	ex.path_len = strlen(ex.path);
-	ex.root_fd = open(ex.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (ex.root_fd < 0 || fstat(ex.root_fd, &ex.st) < 0) {
-		fprintf(stderr, "nfs3d: %s: %s\n", ex.path, strerror(errno));
-		return -1;
-	}
-	k.h.handle_bytes = KFH_MAX;
-	if (name_to_handle_at(ex.root_fd, "", &k.h, &ex.mount_id, AT_EMPTY_PATH) < 0) {
-		fprintf(stderr, "nfs3d: %s: the file system gives no file handles "
-			"(name_to_handle_at: %s)\n", ex.path, strerror(errno));
-		return -1;
-	}
-	type = (uint32_t)k.h.handle_type;
-	ex.tag = fnv1a((const unsigned char *)&type, sizeof(type), 2166136261u);
-	ex.tag = fnv1a(k.h.f_handle, k.h.handle_bytes, ex.tag);
-	fd = open_by_handle_at(ex.root_fd, &k.h, O_PATH | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "nfs3d: open_by_handle_at: %s%s\n", strerror(errno),
-			errno == EPERM ? " (it needs CAP_DAC_READ_SEARCH: run nfs3d as root)" : "");
-		return -1;
-	}
-	close(fd);
-	if (getrandom(ex.verf, sizeof(ex.verf), 0) != (ssize_t)sizeof(ex.verf)) {
-		fprintf(stderr, "nfs3d: getrandom: %s\n", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/* A TCP listener for libtirpc on the given address (every one if empty). */
-static SVCXPRT *tcp_listener(const char *host, uint32_t port, uint16_t *bound)
-{
-	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *ai;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char ps[8];
-	int fd, one = 1;
-	SVCXPRT *x;
-
-	snprintf(ps, sizeof(ps), "%u", port);
-	hints.ai_family = *host ? AF_UNSPEC : AF_INET6;
-	if (getaddrinfo(*host ? host : NULL, ps, &hints, &ai)) {
-		hints.ai_family = AF_INET;   /* a host without IPv6 */
-		if (*host || getaddrinfo(NULL, ps, &hints, &ai))
-			return NULL;
-	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
-		fprintf(stderr, "nfs3d: TCP port %u on %s: %s\n", port, *host ? host : "every address",
-			strerror(errno));
-		freeaddrinfo(ai);
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	freeaddrinfo(ai);
-	*bound = ntohs(((struct sockaddr_in *)&ss)->sin_port);   /* same place in sin6 */
-	x = svc_vc_create(fd, 0, 0);
-	if (!x)
-		close(fd);
-	return x;
-}
-
-static int rpcb_one(rpcprog_t prog, rpcvers_t vers, const char *netid, struct netbuf *addr)
-{
-	struct netconfig *nc = getnetconfigent(netid);
-	int ok = nc && rpcb_set(prog, vers, nc, addr);
-
-	if (nc)
-		freenetconfigent(nc);
-	return ok;
-}
-
-/* rpcbind, when it runs, learns the TCP services: netid tcp6 for an IPv6 listener (and
- * tcp with 0.0.0.0 as well when it takes IPv4 too), tcp for an IPv4 one. rpcb_set()
- * rather than pmap_set(), which is IPv4 only. (The RDMA ones are registered by
- * svc_register() on the RDMA listener, under netid rdma/rdma6.) */
-static void tcp_register(rpcprog_t prog, rpcvers_t vers, SVCXPRT *x)
-{
-	struct sockaddr_storage *ss = (struct sockaddr_storage *)x->xp_ltaddr.buf;
-	struct sockaddr_in any4 = { .sin_family = AF_INET };
-	struct netbuf nb4 = { sizeof(any4), sizeof(any4), &any4 };
-	int ok;
-
-	if (ss->ss_family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-		ok = rpcb_one(prog, vers, "tcp6", &x->xp_ltaddr);
-		any4.sin_port = s6->sin6_port;
-		if (ok && IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
-			ok = rpcb_one(prog, vers, "tcp", &nb4);
-	} else {
-		ok = rpcb_one(prog, vers, "tcp", &x->xp_ltaddr);
-	}
-	if (!ok)
-		fprintf(stderr, "nfs3d: rpcbind took no registration of program %lu version %lu "
-			"over TCP (not running?): clients must name the port\n",
-			(unsigned long)prog, (unsigned long)vers);
-}
-
-/* Every netid of prog/vers in rpcbind: tcp, tcp6, rdma, rdma6. */
-static void rpcb_drop(rpcprog_t prog, rpcvers_t vers)
-{
-	rpcb_unset(prog, vers, NULL);
-}
-
-static uint16_t g_tcp_port, g_mount_port;
-
-static void *signals(void *arg)
-{
-	sigset_t *set = arg;
-	int sig;
-
-	sigwait(set, &sig);
-	rpcb_drop(NFS_PROGRAM, NFS_V3);
-	rpcb_drop(MOUNT_PROGRAM, MOUNT_V3);
-	exit(0);   /* the library takes its own RDMA registrations back at exit too */
-	return NULL;
-}
-
-static void *tcp_loop(void *arg)
-{
-	(void)arg;
-	svc_run();
-	return NULL;
-}
-
-static SVCXPRT *rdma_listener(const struct opts *o)
-{
-	struct rpcrdma_svc_opts so;
-	SVCXPRT *x;
-
-	memset(&so, 0, sizeof(so));
-	so.provider = o->provider;
-	so.host = *o->host ? o->host : NULL;
-	so.port = o->port ? o->port : RPCRDMA_PORT_ANY;
-	so.max_credits = 128;      /* what Linux's client asks for */
-	so.workers_only = 1;       /* svc_run() serves the TCP transports on its own thread */
-	so.conn_parallel = (uint32_t)o->threads;   /* Linux's client: one connection a mount */
-	so.lend_args = 1;          /* a WRITE's data is written from where its chunk landed */
-	x = svc_rdma_create(&so);
-	if (!x)
-		fprintf(stderr, "nfs3d: RDMA: %s\n", rpcrdma_create_errtext());
-	return x;
-}
-
-int main(int argc, char **argv)
-{
-	struct opts o;
-	SVCXPRT *rdma, *tcp, *mnt;
-	pthread_t th;
-	static sigset_t set;
-
-	if (parse_args(argc, argv, &o) < 0) {
-		usage(stderr);
-		return 2;
-	}
-	if (export_open(o.dir) < 0)
-		return 1;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	rpcrdma_ulb_register(rpcrdma_ulb_nfs3());
-	rdma = rdma_listener(&o);
-	tcp = rdma ? tcp_listener(o.host, o.tcp_port, &g_tcp_port) : NULL;
-	mnt = tcp ? tcp_listener(o.host, o.mount_port, &g_mount_port) : NULL;
-	if (!mnt)
-		return 1;
-	/* what a killed nfs3d left in rpcbind goes first */
-	rpcb_drop(NFS_PROGRAM, NFS_V3);
-	rpcb_drop(MOUNT_PROGRAM, MOUNT_V3);
-	if (!svc_register(rdma, NFS_PROGRAM, NFS_V3, nfs3_dispatch, IPPROTO_TCP) ||
-	    !svc_register(tcp, NFS_PROGRAM, NFS_V3, nfs3_dispatch, 0) ||
-	    !svc_register(mnt, MOUNT_PROGRAM, MOUNT_V3, mount_program_3, 0)) {
-		fprintf(stderr, "nfs3d: svc_register failed\n");
-		return 1;
-	}
-	tcp_register(NFS_PROGRAM, NFS_V3, tcp);
-	tcp_register(MOUNT_PROGRAM, MOUNT_V3, mnt);
-	if (pthread_create(&th, NULL, signals, &set) || pthread_create(&th, NULL, tcp_loop, NULL)) {
-		fprintf(stderr, "nfs3d: cannot start threads\n");
-		return 1;
-	}
-	printf("nfs3d: %s rdma=%u tcp=%u mount=%u provider=%s\n", ex.path, svc_rdma_port(rdma),
-	       g_tcp_port, g_mount_port,
-	       o.provider ? o.provider : getenv("RPCRDMA_PROVIDER") ? getenv("RPCRDMA_PROVIDER") : "tcp");
-	fflush(stdout);
-	rpcrdma_svc_run(o.threads);
-	return 0;
 }
