@@ -68,6 +68,7 @@ struct vb_prov {
 					       next registration: none allocated per chunk */
 	uint32_t max_qp_wr;
 	int windows;                 /* the device binds type 2 memory windows */
+	int wc_inv;                  /* the wc_flags that say a receive invalidated a key */
 	int windows_failed;          /* a bind failed: none more (atomic) */
 	pthread_mutex_t rlock;       /* the regions, shared by the endpoints' threads */
 	struct vb_region {
@@ -446,7 +447,7 @@ static void cq_drain(struct vb_ep *e, struct rpcrdma__sink *s)
 				window_op_done(e, &wc[i]);
 				continue;
 			}
-			if (!st && wc[i].opcode == IBV_WC_RECV && (wc[i].wc_flags & IBV_WC_WITH_INV))
+			if (!st && wc[i].opcode == IBV_WC_RECV && (wc[i].wc_flags & e->vp->wc_inv))
 				remote_invalidated(e, wc[i].invalidated_rkey);
 			rpcrdma__piece_done(&e->q, (struct rpcrdma__piece *)(uintptr_t)wc[i].wr_id,
 					    st, wc[i].opcode == IBV_WC_RECV ? wc[i].byte_len : 0, s);
@@ -1416,6 +1417,19 @@ static uint32_t windows_usable(const struct ibv_device_attr *a)
 	return has && a->vendor_id != VB_SOFT_ROCE_VENDOR;
 }
 
+/* Soft-RoCE's user-space provider hands its receive completions' flags over as the kernel
+ * wrote them, and the kernel's IB_WC_WITH_INVALIDATE is bit 2 (IBV_WC_IP_CSUM_OK's), not
+ * IBV_WC_WITH_INV (bit 3): seen in the VM suite (Debian 12, 6.1), where a window a peer
+ * had invalidated was invalidated again on its release, which crashed that kernel
+ * (rxe_invalidate_mw on a free window). RC receives carry no checksum flag, so on that
+ * device either bit means the key was invalidated. */
+#define VB_RXE_WC_WITH_INV (1 << 2)
+
+static int wc_inv_flags(const struct ibv_device_attr *a)
+{
+	return IBV_WC_WITH_INV | (a->vendor_id == VB_SOFT_ROCE_VENDOR ? VB_RXE_WC_WITH_INV : 0);
+}
+
 static void fill_caps(struct rpcrdma_prov_caps *c, struct ibv_context *ctx,
 		      const struct ibv_device_attr *a)
 {
@@ -1487,6 +1501,7 @@ int rpcrdma__prov_verbs_open(const char *domain, struct rpcrdma_prov **out, char
 		goto out_close;
 	}
 	fill_caps(&vp->base.caps, vp->ctx, &attr);
+	vp->wc_inv = wc_inv_flags(&attr);
 	vp->iwarp = vp->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
 	vp->max_qp_wr = (uint32_t)attr.max_qp_wr;
 	vp->windows = (int)vp->base.caps.mem_windows;

@@ -141,6 +141,16 @@ FAKE_EXPORT const char *ibv_get_device_name(struct ibv_device *d)
 	return d->name;
 }
 
+/* FAKE_RDMA_SOFT_ROCE=1: soft-RoCE's vendor id, and its receive completions' flags as
+ * its user-space provider hands them over (the kernel's, where IB_WC_WITH_INVALIDATE is
+ * bit 2) */
+static int fake_soft_roce(void)
+{
+	const char *e = getenv("FAKE_RDMA_SOFT_ROCE");
+
+	return e && *e == '1';
+}
+
 FAKE_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 {
 	(void)c;
@@ -152,6 +162,8 @@ FAKE_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *
 	if (!getenv("FAKE_RDMA_NO_MW") || *getenv("FAKE_RDMA_NO_MW") != '1')
 		a->device_cap_flags = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->device_cap_flags |= IBV_DEVICE_MEM_MGT_EXTENSIONS;   /* Send With Invalidate */
+	if (fake_soft_roce())
+		a->vendor_id = 0xffffff;
 	return 0;
 }
 
@@ -956,7 +968,8 @@ static void deliver(struct fqp *to, struct pending_send *s)
 		w = cq_push(to->qp.recv_cq, r->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, s->len,
 			    to->qp.qp_num);
 		if (s->inv) {
-			w->wc_flags |= IBV_WC_WITH_INV;
+			/* soft-RoCE's provider passes the kernel's flag: its bit 2 */
+			w->wc_flags |= fake_soft_roce() ? 1u << 2 : IBV_WC_WITH_INV;
 			w->invalidated_rkey = s->inv_rkey;
 		}
 		if (s->from)
