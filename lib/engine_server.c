@@ -173,8 +173,10 @@ static int post_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 	}
 	b->send_for = r->form == RPCRDMA_ERROR ? SEND_ERROR : SEND_REPLY;
 	b->owner = r;
-	rc = remote_inv(e, r) ? rpcrdma__eng_post_send_inv(e, b, (uint32_t)n, r->form, r->inv_handle)
-			      : rpcrdma__eng_post_send(e, b, (uint32_t)n, r->form);
+	if (remote_inv(e, r))
+		rc = rpcrdma__eng_post_send_inv(e, b, (uint32_t)n, r->form, r->inv_handle);
+	else
+		rc = rpcrdma__eng_post_send(e, b, (uint32_t)n, r->form);
 	if (rc) {
 		rpcrdma__eng_sbuf_put(e, b);
 		return rc;
