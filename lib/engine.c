@@ -130,7 +130,11 @@ int rpcrdma_eng_create(const struct rpcrdma_eng_config *cfg, const struct rpcrdm
 }
 
 /* A client also says that it takes read chunks in replies (RFC 5666 §3.5), so that a
- * librpcrdma server may send a reply longer than the reply chunk offered. */
+ * librpcrdma server may send a reply longer than the reply chunk offered. Neither role
+ * sets RFC 8797's Remote Invalidation flag (§3.2): a server receives no replies, and our
+ * client registers most chunks with ibv_reg_mr, which a peer's Send With Invalidate
+ * cannot invalidate (the device would fail the connection), so it cannot promise to
+ * take one (docs/ENGINE.md). */
 int rpcrdma_eng_pdata(const struct rpcrdma_eng *e, void *buf, size_t cap)
 {
 	struct rpcrdma_pdata pd = {
@@ -152,10 +156,12 @@ void rpcrdma_eng_set_peer_pdata(struct rpcrdma_eng *e, const void *pd, size_t le
 	uint32_t peer_recv = RPCRDMA_DEF_INLINE, peer_send = RPCRDMA_DEF_INLINE;
 
 	e->peer_ext = 0;
+	e->peer_flags = 0;
 	if (pd && len && rpcrdma_pdata_decode(pd, len, &p) == 0) {
 		peer_recv = p.recv_size;
 		peer_send = p.send_size;
 		e->peer_ext = p.ext_flags;
+		e->peer_flags = p.flags;
 	}
 	e->inline_send = peer_recv < e->cfg.inline_send ? peer_recv : e->cfg.inline_send;
 	e->inline_reply = peer_send < e->inline_recv ? peer_send : e->inline_recv;

@@ -157,6 +157,9 @@ struct rpcrdma_eng_req {
 	bool has_reply;
 	struct rpcrdma_write_chunk reply;
 	struct rpcrdma_segment segs[RPCRDMA_DEF_TOTAL_SEGS];
+	/* the one handle every segment of the call's chunks named, if they named one */
+	bool has_inv;
+	uint32_t inv_handle;
 	/* the reply being sent */
 	struct rpcrdma_msg out;
 	struct rpcrdma_read_segment out_reads[RPCRDMA_DEF_LIST_CHUNKS];
@@ -214,6 +217,7 @@ struct rpcrdma_eng {
 	uint32_t inline_reply;         /* what the peer sends us inline: inline_recv capped by
 					  the peer's send size */
 	uint8_t peer_ext;              /* RPCRDMA_PDATA_X_* from the peer's private data */
+	uint8_t peer_flags;            /* RPCRDMA_PDATA_F_* from the peer's RFC 8797 block */
 	/* buffers */
 	uint8_t *rmem, *smem;
 	struct rpcrdma_mr *rmr, *smr;
@@ -271,6 +275,9 @@ struct eng_buf *rpcrdma__eng_sbuf_get(struct rpcrdma_eng *e);
 void rpcrdma__eng_sbuf_put(struct rpcrdma_eng *e, struct eng_buf *b);
 int rpcrdma__eng_post_send(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len,
 			   uint32_t proc);
+/* The same as a Send With Invalidate of the peer's handle (lo.post_send_inv set). */
+int rpcrdma__eng_post_send_inv(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len,
+			       uint32_t proc, uint32_t handle);
 int rpcrdma__eng_post_recv(struct rpcrdma_eng *e);
 void rpcrdma__eng_stall(struct rpcrdma_eng *e, struct eng_task *t);
 bool rpcrdma__eng_sq_room(const struct rpcrdma_eng *e, uint32_t n);

@@ -149,6 +149,18 @@ static int encode_reply(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r, struct
 	return n;
 }
 
+/* RFC 8797 §3.2: a reply may invalidate one registration of its client, when the
+ * client said in its private data that it takes Send With Invalidate, and only a handle
+ * that client named in this call. As Linux's svcrdma (svc_rdma_get_inv_rkey), only when
+ * every segment of the call's chunks names the same handle (the client registered one
+ * region for the call), and never with an RDMA_ERROR. Providers that cannot (libfabric's)
+ * leave post_send_inv NULL. */
+static bool remote_inv(const struct rpcrdma_eng *e, const struct rpcrdma_eng_req *r)
+{
+	return r->has_inv && r->form != RPCRDMA_ERROR && e->lo.post_send_inv &&
+	       (e->peer_flags & RPCRDMA_PDATA_F_REMOTE_INV);
+}
+
 static int post_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 {
 	struct eng_buf *b = rpcrdma__eng_sbuf_get(e);
@@ -161,7 +173,10 @@ static int post_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 	}
 	b->send_for = r->form == RPCRDMA_ERROR ? SEND_ERROR : SEND_REPLY;
 	b->owner = r;
-	rc = rpcrdma__eng_post_send(e, b, (uint32_t)n, r->form);
+	if (remote_inv(e, r))
+		rc = rpcrdma__eng_post_send_inv(e, b, (uint32_t)n, r->form, r->inv_handle);
+	else
+		rc = rpcrdma__eng_post_send(e, b, (uint32_t)n, r->form);
 	if (rc) {
 		rpcrdma__eng_sbuf_put(e, b);
 		return rc;
@@ -182,6 +197,8 @@ static int post_send(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r)
 		free_overtaken(e, r);
 	if (r->form != RPCRDMA_ERROR)
 		e->st.replies++;
+	if (remote_inv(e, r))
+		e->st.remote_inv++;
 	return 0;
 }
 
@@ -314,6 +331,36 @@ static void copy_chunk(struct rpcrdma_eng_req *r, uint32_t *k, struct rpcrdma_wr
 	*k += src->nsegs;
 }
 
+/* Fold one segment's handle into the call's candidate for remote invalidation: the
+ * first handle seen, until a segment names another (then none). */
+static void inv_fold(struct rpcrdma_eng_req *r, bool *seen, uint32_t handle)
+{
+	if (!*seen) {
+		*seen = true;
+		r->has_inv = true;
+		r->inv_handle = handle;
+	} else if (r->inv_handle != handle) {
+		r->has_inv = false;
+	}
+}
+
+/* The handle a reply may invalidate (remote_inv): the one every segment of the call's
+ * read list, write list and reply chunk names; none when they name several or none. */
+static void pick_inv_handle(struct rpcrdma_eng_req *r, const struct rpcrdma_msg *m)
+{
+	bool seen = false;
+	uint32_t i, j;
+
+	r->has_inv = false;
+	for (i = 0; i < m->nreads; i++)
+		inv_fold(r, &seen, m->reads[i].seg.handle);
+	for (i = 0; i < m->nwrites; i++)
+		for (j = 0; j < m->writes[i].nsegs; j++)
+			inv_fold(r, &seen, m->writes[i].segs[j].handle);
+	for (j = 0; m->has_reply && j < m->reply.nsegs; j++)
+		inv_fold(r, &seen, m->reply.segs[j].handle);
+}
+
 /* Keep what the reply needs from the call's header: its write list and reply chunk,
  * and its read list while the reads are outstanding. */
 static void keep_header(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
@@ -334,6 +381,7 @@ static void keep_header(struct rpcrdma_eng *e, struct rpcrdma_eng_req *r,
 	rpcrdma_msg_bind(&r->in, &r->in_hdr);
 	memcpy(r->in.reads, m->reads, m->nreads * sizeof(*m->reads));
 	r->in.nreads = m->nreads;
+	pick_inv_handle(r, m);
 	if (m->proc == RPCRDMA_MSGP) {
 		r->in_align = m->align;
 		r->in_thresh = m->thresh;

@@ -127,13 +127,15 @@ int rpcrdma__eng_post_asm_read(struct rpcrdma_eng *e, const struct eng_asm *as, 
 	return 0;
 }
 
-int rpcrdma__eng_post_send(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len, uint32_t proc)
+static int post_send_as(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len, uint32_t proc,
+			const uint32_t *inv)
 {
 	struct rpcrdma_sge sge = { e->smr, b->mem, len };
 	int rc;
 
 	e->sq_used++;
-	rc = e->lo.post_send(e->lo.ctx, &sge, &b->op);
+	rc = inv ? e->lo.post_send_inv(e->lo.ctx, &sge, *inv, &b->op)
+		 : e->lo.post_send(e->lo.ctx, &sge, &b->op);
 	if (rc) {
 		e->sq_used--;
 		return rc;
@@ -141,6 +143,17 @@ int rpcrdma__eng_post_send(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t le
 	e->st.sent[proc]++;
 	e->st.inline_bytes_sent += len;
 	return 0;
+}
+
+int rpcrdma__eng_post_send(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len, uint32_t proc)
+{
+	return post_send_as(e, b, len, proc, NULL);
+}
+
+int rpcrdma__eng_post_send_inv(struct rpcrdma_eng *e, struct eng_buf *b, uint32_t len,
+			       uint32_t proc, uint32_t handle)
+{
+	return post_send_as(e, b, len, proc, &handle);
 }
 
 int rpcrdma__eng_post_recv(struct rpcrdma_eng *e)

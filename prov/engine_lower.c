@@ -28,6 +28,11 @@ static int lo_post_send(void *ctx, const struct rpcrdma_sge *sge, void *op)
 	return rpcrdma_post_send(ctx, sge, op);
 }
 
+static int lo_post_send_inv(void *ctx, const struct rpcrdma_sge *sge, uint32_t handle, void *op)
+{
+	return rpcrdma_post_send_inv(ctx, sge, handle, op);
+}
+
 static int lo_post_read(void *ctx, const struct rpcrdma_sge *l, uint32_t nl,
 			const struct rpcrdma_segment *r, uint32_t nr, void *op)
 {
@@ -51,6 +56,8 @@ void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
 	lo->post_send = lo_post_send;
 	lo->post_read = lo_post_read;
 	lo->post_write = lo_post_write;
+	/* offered only where the provider can: the engine then never asks the others */
+	lo->post_send_inv = ep && ep->prov->caps.remote_inv ? lo_post_send_inv : NULL;
 }
 
 #define ONE_STEP_MS 5000

@@ -333,6 +333,24 @@ int rpcrdma_post_send(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void
 	return rc;
 }
 
+int rpcrdma_post_send_inv(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, uint32_t handle,
+			  void *ctx)
+{
+	struct rpcrdma_pcap *c;
+	int rc;
+
+	if (!ep || !sge_ok(sge))
+		return -RPCRDMA_ERR_INVAL;
+	if (!ep->prov->ops->post_send_inv || !ep->prov->caps.remote_inv)
+		return -RPCRDMA_ERR_NOTSUP;
+	c = order_begin(ep);
+	rc = ep->prov->ops->post_send_inv(ep, sge, handle, ctx);
+	if (!rc && ep->cap)
+		rpcrdma__cap_on_send_inv(ep->cap, sge, handle);
+	order_end(c);
+	return rc;
+}
+
 static int post_rma(struct rpcrdma_ep *ep, uint32_t op, const struct rpcrdma_sge *local,
 		    uint32_t nlocal, const struct rpcrdma_segment *remote, uint32_t nremote,
 		    void *ctx)

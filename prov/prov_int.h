@@ -26,6 +26,9 @@ struct rpcrdma_prov_ops {
 	int (*mr_dereg)(struct rpcrdma_mr *mr);
 	int (*post_recv)(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx);
 	int (*post_send)(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx);
+	/* optional, with caps.remote_inv 1: a Send that invalidates the peer's handle */
+	int (*post_send_inv)(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge,
+			     uint32_t handle, void *ctx);
 	int (*post_rma)(struct rpcrdma_ep *ep, uint32_t op, const struct rpcrdma_sge *local,
 			uint32_t nlocal, const struct rpcrdma_segment *remote, uint32_t nremote,
 			void *ctx);

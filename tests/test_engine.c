@@ -1095,6 +1095,12 @@ struct raw_rig {
 	struct rpcrdma_eng_stats st;
 };
 
+/* What raw_up gives the engine as its raw peer's private data (none by default), and
+ * the mock's faults (none) */
+static const uint8_t *raw_peer_pd;
+static size_t raw_peer_pd_len;
+static const struct rpcrdma_mock_faults *raw_faults;
+
 /* An engine of role `role` connected to a raw peer. */
 static void raw_up(struct raw_rig *x, uint32_t role, cfg_fn tweak)
 {
@@ -1114,6 +1120,8 @@ static void raw_up(struct raw_rig *x, uint32_t role, cfg_fn tweak)
 			tweak(&other, &cfg);
 	}
 	CHECK_EQ_I(rpcrdma_mock_open(&x->g.p), 0);
+	if (raw_faults)
+		CHECK_EQ_I(rpcrdma_mock_set_faults(x->g.p, raw_faults), 0);
 	s = role == RPCRDMA_ENG_CLIENT ? &x->g.cl : &x->g.sv;
 	CHECK_EQ_I(rpcrdma_mock_pair(x->g.p, NULL, 0, NULL, 0, &s->ep, &x->raw.ep), 0);
 	if (role == RPCRDMA_ENG_CLIENT) {
@@ -1128,7 +1136,7 @@ static void raw_up(struct raw_rig *x, uint32_t role, cfg_fn tweak)
 	}
 	rpcrdma_eng_lower_ep(&lo, x->g.p, s->ep);
 	CHECK_EQ_I(rpcrdma_eng_create(&cfg, &up, &s->eng), 0);
-	rpcrdma_eng_set_peer_pdata(s->eng, NULL, 0);
+	rpcrdma_eng_set_peer_pdata(s->eng, raw_peer_pd, raw_peer_pd_len);
 	CHECK_EQ_I(rpcrdma_eng_start(s->eng, &lo, x->g.now), 0);
 	x->raw.mem = calloc(16, RAW_SLOT);
 	CHECK_EQ_U(rpcrdma_mr_reg(x->g.p, x->raw.mem, 16 * RAW_SLOT,
@@ -1521,6 +1529,235 @@ static void test_server_zero_length_segments(void)
 	CHECK_EQ_U(x.st.rdma_reads, 2);
 	CHECK_EQ_U(x.st.rdma_writes, 2);
 	free(buf);
+}
+
+/* ---- remote invalidation (RFC 8797 §3.2) ---- */
+
+/* The RFC 8797 block of a client that takes Send With Invalidate (as Linux's does), 1 KiB
+ * each way. */
+static const uint8_t pd_remote_inv[8] = { 0xf6, 0xab, 0x0e, 0x18, 1, RPCRDMA_PDATA_F_REMOTE_INV,
+					  0, 0 };
+
+struct inv_mem {
+	uint8_t *buf;
+	struct rpcrdma_mr *mr;
+};
+
+static struct rpcrdma_mr *inv_reg(struct raw_rig *x, struct inv_mem *m)
+{
+	m->buf = calloc(1, 32768);
+	CHECK_EQ_I(rpcrdma_mr_reg(x->g.p, m->buf, 32768, RPCRDMA_ACC_LOCAL |
+				  RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE, &m->mr), 0);
+	return m->mr;
+}
+
+static void inv_unreg(struct inv_mem *m)
+{
+	CHECK_EQ_I(rpcrdma_mr_dereg(m->mr), 0);
+	free(m->buf);
+}
+
+/* One echo call from the raw client with its argument (600 bytes) in a read chunk of rd
+ * or inline (NULL), a write chunk of wr for the result, a reply chunk of rp (NULL: none
+ * of either), all in the first bytes of their registrations. Returns the reply's proc;
+ * the connection must stand. */
+static uint32_t inv_call(struct raw_rig *x, uint32_t xid, struct inv_mem *rd, struct inv_mem *wr,
+			 struct inv_mem *rp)
+{
+	uint8_t m[512], out[RAW_SLOT], *p = m, arg[600];
+	int disc = 0;
+
+	fill_pattern(arg, xid, sizeof(arg));
+	put32(p, xid), put32(p + 4, 1), put32(p + 8, 8), put32(p + 12, RPCRDMA_MSG);
+	p += 16;
+	if (rd) {
+		memcpy(rd->buf, arg, sizeof(arg));
+		p = put_read(p, rd->mr, 44, sizeof(arg), 0);
+	}
+	put32(p, 0);
+	p += 4;
+	if (wr) {
+		put32(p, 1), put32(p + 4, 1);
+		p = put_seg(p + 8, wr->mr, 4096, 4096);
+	}
+	put32(p, 0);
+	p += 4;
+	if (rp) {
+		put32(p, 1), put32(p + 4, 1);
+		p = put_seg(p + 8, rp->mr, 8192, 16384);
+	} else {
+		put32(p, 0);
+		p += 4;
+	}
+	p += echo_call(p, xid, rd ? rd->buf : arg, rd ? sizeof(arg) : 8, rd != NULL,
+		       &(struct rpcrdma_ddp_item){ 0 });
+	raw_send(&x->raw, m, (uint32_t)(p - m));
+	raw_pump(x);
+	CHECK(raw_poll(&x->raw, out, &disc) >= 28);
+	CHECK_EQ_I(disc, 0);
+	CHECK_EQ_U(get32(out), xid);
+	return get32(out + 12);
+}
+
+static struct rpcrdma_mock_stats inv_stats(struct raw_rig *x)
+{
+	struct rpcrdma_mock_stats ms;
+
+	CHECK_EQ_I(rpcrdma_mock_get_stats(x->g.p, &ms), 0);
+	return ms;
+}
+
+/* A client that said it takes Send With Invalidate: a reply invalidates the one handle
+ * every segment of its call's chunks named (write list, reply chunk, read list; as Linux's
+ * svcrdma), and nothing when they named several, none, or when the answer is RDMA_ERROR.
+ * The mock breaks the connection on a handle that is no remotely reachable registration
+ * and takes the one invalidated out of reach (so each call registers anew). */
+static void test_remote_inv_server(void)
+{
+	struct raw_rig x;
+	struct inv_mem a, b, c, d, f;
+	uint8_t m[256], out[RAW_SLOT], *p;
+	uint32_t n;
+
+	raw_peer_pd = pd_remote_inv;
+	raw_peer_pd_len = sizeof(pd_remote_inv);
+	raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+	raw_peer_pd = NULL;
+	raw_peer_pd_len = 0;
+	raw_post_recvs(&x.raw, 4);
+	n = raw_msg(m, 0x100, 1, 8, RPCRDMA_MSG, 1);      /* no chunk: a plain Send */
+	raw_send(&x.raw, m, n);
+	raw_pump(&x);
+	CHECK(raw_poll(&x.raw, out, NULL) > 28);
+	CHECK_EQ_U(inv_stats(&x).sends_inv, 0);
+
+	/* a write chunk: its handle */
+	inv_reg(&x, &a);
+	CHECK_EQ_U(inv_call(&x, 0x101, NULL, &a, NULL), RPCRDMA_MSG);
+	CHECK_EQ_U(inv_stats(&x).sends_inv, 1);
+	CHECK_EQ_U(inv_stats(&x).last_inv_handle, a.mr->handle);
+	inv_unreg(&a);
+
+	/* a read chunk, then a reply chunk: its handle */
+	inv_reg(&x, &a);
+	CHECK_EQ_U(inv_call(&x, 0x102, &a, NULL, NULL), RPCRDMA_MSG);
+	CHECK_EQ_U(inv_stats(&x).sends_inv, 2);
+	CHECK_EQ_U(inv_stats(&x).last_inv_handle, a.mr->handle);
+	inv_unreg(&a);
+	inv_reg(&x, &a);
+	inv_call(&x, 0x103, NULL, NULL, &a);
+	CHECK_EQ_U(inv_stats(&x).sends_inv, 3);
+	CHECK_EQ_U(inv_stats(&x).last_inv_handle, a.mr->handle);
+	inv_unreg(&a);
+
+	/* read, write and reply chunks all in one registration: that one */
+	inv_reg(&x, &a);
+	inv_call(&x, 0x104, &a, &a, &a);
+	CHECK_EQ_U(inv_stats(&x).sends_inv, 4);
+	CHECK_EQ_U(inv_stats(&x).last_inv_handle, a.mr->handle);
+	inv_unreg(&a);
+
+	/* two handles, in any lists: a plain Send, each still reachable */
+	inv_reg(&x, &a);
+	inv_reg(&x, &b);
+	inv_reg(&x, &c);
+	inv_reg(&x, &d);
+	CHECK_EQ_U(inv_call(&x, 0x105, NULL, &a, &b), RPCRDMA_MSG);
+	inv_call(&x, 0x106, &c, &d, NULL);
+	inv_call(&x, 0x107, &a, &a, &d);
+	inv_call(&x, 0x108, &c, NULL, &b);
+	CHECK_EQ_U(inv_stats(&x).sends_inv, 4);
+	CHECK_EQ_U(inv_call(&x, 0x109, NULL, &a, NULL), RPCRDMA_MSG);   /* not invalidated */
+	CHECK_EQ_U(inv_stats(&x).sends_inv, 5);
+	inv_unreg(&a);
+	inv_unreg(&b);
+	inv_unreg(&c);
+	inv_unreg(&d);
+
+	/* an RDMA_ERROR (a position-zero chunk of nothing) invalidates nothing */
+	inv_reg(&x, &f);
+	p = m;
+	put32(p, 0x10a), put32(p + 4, 1), put32(p + 8, 8), put32(p + 12, RPCRDMA_NOMSG);
+	p = put_read(p + 16, f.mr, 0, 0, 0);
+	put32(p, 0), put32(p + 4, 0), put32(p + 8, 0);
+	p += 12;
+	raw_send(&x.raw, m, (uint32_t)(p - m));
+	raw_pump(&x);
+	CHECK_EQ_U(raw_poll(&x.raw, out, NULL), 20);
+	CHECK_EQ_U(get32(out + 12), RPCRDMA_ERROR);
+	CHECK_EQ_U(inv_stats(&x).sends_inv, 5);
+	inv_unreg(&f);
+
+	CHECK_EQ_U(inv_stats(&x).inv_errors, 0);
+	CHECK_EQ_I(x.g.sv.fatal, 0);
+	raw_down(&x);
+	CHECK_EQ_U(x.st.remote_inv, 5);
+	CHECK_EQ_U(x.st.replies, 10);
+}
+
+/* Without the client's flag, or over a provider that cannot (libfabric's), every reply
+ * is a plain Send. */
+static void test_remote_inv_not_offered(void)
+{
+	struct rpcrdma_mock_faults nf = { .no_remote_inv = 1 };
+	struct raw_rig x;
+	struct inv_mem a;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		raw_peer_pd = k ? pd_remote_inv : NULL;
+		raw_peer_pd_len = k ? sizeof(pd_remote_inv) : 0;
+		raw_faults = k ? &nf : NULL;
+		raw_up(&x, RPCRDMA_ENG_SERVER, NULL);
+		raw_peer_pd = NULL;
+		raw_peer_pd_len = 0;
+		raw_faults = NULL;
+		raw_post_recvs(&x.raw, 4);
+		inv_reg(&x, &a);
+		CHECK_EQ_U(inv_call(&x, 0x110, NULL, &a, NULL), RPCRDMA_MSG);
+		inv_call(&x, 0x111, NULL, NULL, &a);
+		CHECK_EQ_U(inv_stats(&x).sends_inv, 0);
+		inv_unreg(&a);
+		raw_down(&x);
+		CHECK_EQ_U(x.st.remote_inv, 0);
+		CHECK_EQ_U(x.st.replies, 2);
+	}
+}
+
+/* Two engines: a server told that its client takes Send With Invalidate invalidates the
+ * registration of a call's only chunk; the client then releases it as usual (our client
+ * registers each chunk apart, so calls with several chunks get plain Sends). */
+static void test_remote_inv_engines(void)
+{
+	struct rig g;
+	struct rpcrdma_eng_stats cs, ss;
+	struct rpcrdma_mock_stats ms;
+	struct echo_slot *s[3];
+	uint8_t pd[16];
+	int n;
+
+	rig_up(&g, NULL);
+	n = rpcrdma_eng_pdata(g.cl.eng, pd, sizeof(pd));
+	CHECK_EQ_U(pd[5], 0);                      /* our client does not claim it */
+	pd[5] |= RPCRDMA_PDATA_F_REMOTE_INV;
+	rpcrdma_eng_set_peer_pdata(g.sv.eng, pd, (size_t)n);
+	s[0] = start(&g, 2000, 0, 1, 512, 0);      /* the result in a write chunk, alone */
+	pump(&g);
+	s[1] = start(&g, 20000, 1, 1, 512, 0);     /* a read chunk and a write chunk */
+	pump(&g);
+	s[2] = start(&g, 20, 0, 0, 64 * 1024, 0);  /* a reply chunk, alone */
+	pump(&g);
+	for (n = 0; n < 3; n++)
+		CHECK(s[n]->done && s[n]->status == 0 && s[n]->verified);
+	stats(&g, &cs, &ss);
+	CHECK_EQ_U(cs.write_chunks, 2);
+	CHECK_EQ_U(cs.reply_chunks, 1);
+	CHECK_EQ_U(ss.remote_inv, 2);
+	CHECK_EQ_I(rpcrdma_mock_get_stats(g.p, &ms), 0);
+	CHECK_EQ_U(ms.sends_inv, 2);
+	CHECK_EQ_U(ms.inv_errors, 0);
+	CHECK_EQ_U(g.bad_calls, 0);
+	rig_down(&g);
 }
 
 static void test_server_err_chunk(void)
@@ -3223,6 +3460,9 @@ int main(int argc, char **argv)
 	RUN(test_server_calls_in_order);
 	RUN(test_server_zero_length_segments);
 	RUN(test_reply_cap_write_list_past_inline);
+	RUN(test_remote_inv_server);
+	RUN(test_remote_inv_not_offered);
+	RUN(test_remote_inv_engines);
 	RUN(test_client_zero_length_reply_reads);
 	RUN(test_server_credit_overrun);
 	RUN(test_server_send_stalled);

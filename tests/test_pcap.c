@@ -261,6 +261,65 @@ out:
 }
 
 /* Both sides in one file: one CM exchange, and the Send once (from the sender). */
+/* Sends With Invalidate (rpcrdma_post_send_inv): the last or only frame carries the
+ * opcode "with Invalidate" and an IETH with the handle (IBTA vol. 1, 9.3.4), the payload
+ * after it. */
+static void send_inv_frames(void)
+{
+	struct rpcrdma_pcap *c;
+	struct rpcrdma_mr *k1, *k2;
+	struct rpcrdma_cqe e;
+	struct cap_file f;
+	struct rig r;
+	size_t len;
+	int i;
+
+	rig_open(&r);
+	CHECK_EQ_I(rpcrdma_mr_reg(r.p, r.mem, 4096, RPCRDMA_ACC_REMOTE_WRITE, &k1), 0);
+	CHECK_EQ_I(rpcrdma_mr_reg(r.p, r.mem + 4096, 4096, RPCRDMA_ACC_REMOTE_READ, &k2), 0);
+	CHECK_EQ_I(rpcrdma_pcap_open(tmp_path(), NULL, &c), 0);
+	CHECK_EQ_I(rpcrdma_ep_capture(r.a, c), 0);
+	for (i = 0; i < 2; i++) {
+		struct rpcrdma_sge rx = sge(&r, 0, 16384);
+		struct rpcrdma_sge tx = sge(&r, 16384, i ? 10000 : 100);
+
+		CHECK_EQ_I(rpcrdma_post_recv(r.b, &rx, (void *)1), 0);
+		CHECK_EQ_I(rpcrdma_post_send_inv(r.a, &tx, i ? k2->handle : k1->handle, (void *)2),
+			   0);
+		CHECK_EQ_U(poll_one(r.a, &e), 0);
+		CHECK_EQ_I(e.status, 0);
+		CHECK_EQ_U(poll_one(r.b, &e), 0);
+		CHECK_EQ_U(e.op, RPCRDMA_OP_RECV);
+	}
+	rpcrdma_pcap_flush(c);
+	rpcrdma_ep_close(r.a);
+	rpcrdma_ep_close(r.b);
+	r.a = r.b = NULL;
+	rpcrdma_pcap_close(c);
+	read_file(tmp_path(), &f);
+	/* CM REQ, REP, RTU; SEND ONLY INV; SEND FIRST, MIDDLE, LAST INV (b is not captured) */
+	CHECK_EQ_U(f.n, 7);
+	if (f.n != 7)
+		goto out;
+	CHECK_EQ_U(opcode(&f.r[3]), IB_SEND_ONLY_INV);
+	CHECK_EQ_U(be32(f.r[3].d + BTH + 12), k1->handle);
+	CHECK(memcmp(payload(&f.r[3], CAP_IETH_LEN, &len), r.mem + 16384, 100) == 0);
+	CHECK_EQ_U(len, 100);
+	CHECK_EQ_U(opcode(&f.r[4]), IB_SEND_FIRST);
+	CHECK(memcmp(payload(&f.r[4], 0, &len), r.mem + 16384, 4096) == 0);
+	CHECK_EQ_U(opcode(&f.r[5]), IB_SEND_MIDDLE);
+	CHECK_EQ_U(opcode(&f.r[6]), IB_SEND_LAST_INV);
+	CHECK_EQ_U(be32(f.r[6].d + BTH + 12), k2->handle);
+	CHECK(memcmp(payload(&f.r[6], CAP_IETH_LEN, &len), r.mem + 16384 + 8192, 1808) == 0);
+	CHECK_EQ_U(len, 1808);
+out:
+	CHECK_EQ_I(rpcrdma_mr_dereg(k1), 0);
+	CHECK_EQ_I(rpcrdma_mr_dereg(k2), 0);
+	rig_close(&r);
+	free_file(&f);
+	unlink(tmp_path());
+}
+
 static void paired_endpoints_write_once(void)
 {
 	struct rpcrdma_pcap *c;
@@ -409,6 +468,7 @@ int main(int argc, char **argv)
 	RUN(path_and_environment);
 	RUN(icrc_matches_hardware);
 	RUN(frames_of_each_event);
+	RUN(send_inv_frames);
 	RUN(paired_endpoints_write_once);
 	RUN(snaplen_cuts_frames);
 	RUN(snaplen_inside_crc);

@@ -727,6 +727,65 @@ static void test_windows(void)
 	free(want);
 }
 
+/* Send With Invalidate (rpcrdma_post_send_inv, RFC 8797 §3.2) of a window bound on the
+ * receiving side: the message arrives, the window's key reaches nothing after, and its
+ * release does not invalidate it again (the device would fail that, and the connection
+ * with it: the stand-in does). Without windows there is nothing a peer may invalidate. */
+static void test_send_inv(void)
+{
+	struct side s = { 0 };
+	struct rpcrdma_ep *cli = NULL;
+	uint8_t *region = calloc(1, REGION), *src = malloc(8192);
+	struct rpcrdma_mr *w = NULL, *msrc = NULL, was;
+	struct rpcrdma_cqe e;
+	int k;
+
+	if (!region || !src || rpcrdma_mr_reg(prov, src, 8192, RPCRDMA_ACC_READ_SINK, &msrc))
+		abort();
+	if (fake_counts)
+		CHECK_EQ_U(rpcrdma_prov_caps(prov)->remote_inv, 1);
+	if (!windows_expected() || !rpcrdma_prov_caps(prov)->remote_inv)
+		goto out_free;
+	CHECK(connect_pair(&s, NULL, 0, &cli) == 0 && s.rc == 0);
+	if (!cli || !s.ep)
+		goto out_free;
+	CHECK(rpcrdma_mem_add(prov, region, REGION) == 0);
+	CHECK(rpcrdma_ep_mr_reg(s.ep, region + 4096, 4096, RPCRDMA_ACC_REMOTE_WRITE, &w) == 0);
+	if (!w)
+		goto out_close;
+	fill(src, 4096, 5);
+	CHECK(client_rma(cli, 1, w, 0, 4096, src, msrc) == 0);
+	for (k = 0; k < 2; k++) {
+		struct rpcrdma_sge r = { NULL, region + 16384, 100 }, m = { msrc, src + 4096, 100 };
+
+		CHECK(rpcrdma_ep_mr_reg(s.ep, region + 16384, 100, RPCRDMA_ACC_LOCAL, &r.mr) == 0);
+		snprintf((char *)src + 4096, 16, "%s", k ? "plain" : "invalidate");
+		CHECK(rpcrdma_post_recv(s.ep, &r, NULL) == 0);
+		CHECK(k ? rpcrdma_post_send(cli, &m, NULL) == 0
+			: rpcrdma_post_send_inv(cli, &m, w->handle, NULL) == 0);
+		CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_SEND && e.status == 0);
+		CHECK(next(s.ep, &e) == 0 && e.op == RPCRDMA_OP_RECV && e.status == 0 &&
+		      e.len == 100);
+		CHECK(!memcmp(region + 16384, k ? "plain" : "invalidate", 6));
+		CHECK(rpcrdma_mr_dereg(r.mr) == 0);
+		if (!k) {        /* released after the peer invalidated it: no error */
+			was = *w;
+			CHECK(rpcrdma_mr_dereg(w) == 0);
+		}
+	}
+	/* the connection stood (the second Send went); the old key reaches nothing */
+	CHECK_ERR(client_rma(cli, 1, &was, 0, 4096, src, msrc), RPCRDMA_ERR_ACCESS);
+	CHECK(next(cli, &e) == 0 && e.op == RPCRDMA_OP_DISCONNECT);
+out_close:
+	rpcrdma_ep_close(cli);
+	rpcrdma_ep_close(s.ep);
+	CHECK(rpcrdma_mem_remove(prov, region) == 0);
+out_free:
+	rpcrdma_mr_dereg(msrc);
+	free(region);
+	free(src);
+}
+
 /* A window has exactly its chunk's bytes and right: a read-only chunk is read whole,
  * then one byte past its end is refused; a chunk still registered when its endpoint is
  * closed is released after, and its region removed. */
@@ -923,6 +982,7 @@ int main(int argc, char **argv)
 	RUN(test_windows_range);
 	RUN(test_windows_refused);
 	RUN(test_windows_many);
+	RUN(test_send_inv);
 	rpcrdma_listener_close(lst);
 	rpcrdma_prov_close(prov);
 	HARNESS_END();

@@ -108,6 +108,10 @@ struct rpcrdma_eng_lower {
 			 const struct rpcrdma_segment *remote, uint32_t nremote, void *op);
 	int (*post_write)(void *ctx, const struct rpcrdma_sge *local, uint32_t nlocal,
 			  const struct rpcrdma_segment *remote, uint32_t nremote, void *op);
+	/* optional (NULL: the provider cannot): a Send that invalidates the peer's
+	 * registration `handle` (Send With Invalidate). A server engine uses it for a reply
+	 * to a client whose RFC 8797 private data says it takes them (docs/ENGINE.md) */
+	int (*post_send_inv)(void *ctx, const struct rpcrdma_sge *sge, uint32_t handle, void *op);
 };
 
 /* Upper face. Every callback is optional except the one for the engine's role. */
@@ -363,7 +367,10 @@ struct rpcrdma_eng_stats {
 	uint64_t bc_calls, bc_replies, bc_refused, bc_failed;
 	uint64_t errors[RPCRDMA_EC_COUNT];
 	uint32_t inline_send, inline_recv;         /* thresholds in effect */
-	uint64_t reserved[16];      /* zero: room for counters to come without an ABI break */
+	/* server: replies sent with Send With Invalidate of a handle of the call (RFC 8797
+	 * §3.2) */
+	uint64_t remote_inv;
+	uint64_t reserved[15];      /* zero: room for counters to come without an ABI break */
 };
 
 RPCRDMA_API void rpcrdma_eng_stats(const struct rpcrdma_eng *e, struct rpcrdma_eng_stats *out);

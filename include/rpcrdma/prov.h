@@ -78,7 +78,10 @@ struct rpcrdma_prov_caps {
 				     * for the completion of a Write from the caller's memory */
 	uint32_t mem_windows;       /* 1: chunks inside long-lived memory (rpcrdma_mem_add)
 				     * are exposed through memory windows, not registrations */
-	uint64_t reserved[7];       /* zero: room for fields to come without an ABI break */
+	uint32_t remote_inv;        /* 1: rpcrdma_post_send_inv() works (verbs: Send With
+				     * Invalidate); 0: it answers -RPCRDMA_ERR_NOTSUP */
+	uint32_t reserved32;        /* zero */
+	uint64_t reserved[6];       /* zero: room for fields to come without an ABI break */
 };
 
 /* ---- provider ---- */
@@ -185,6 +188,15 @@ RPCRDMA_API int rpcrdma_ep_mr_reg(struct rpcrdma_ep *ep, void *addr, size_t len,
  * queue is full, -RPCRDMA_ERR_DISCONN when the connection is gone. */
 RPCRDMA_API int rpcrdma_post_recv(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx);
 RPCRDMA_API int rpcrdma_post_send(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge, void *ctx);
+/* A Send that also invalidates the peer's registration `handle` when it arrives (Send
+ * With Invalidate; RFC 8797 §3.2: a server may end a reply so when its client said in
+ * its private data that it takes them, invalidating a handle that client named in the
+ * call). The peer's device fails the connection if handle is not one of the peer's
+ * registrations that can be invalidated remotely, so only a handle the peer named may
+ * go here. -RPCRDMA_ERR_NOTSUP where caps.remote_inv is 0 (libfabric's providers);
+ * otherwise as rpcrdma_post_send(). */
+RPCRDMA_API int rpcrdma_post_send_inv(struct rpcrdma_ep *ep, const struct rpcrdma_sge *sge,
+				      uint32_t handle, void *ctx);
 /* RDMA Read the remote segments into the local pieces (scatter/gather on both sides;
  * byte counts must match). One completion for the whole operation. */
 RPCRDMA_API int rpcrdma_post_read(struct rpcrdma_ep *ep, const struct rpcrdma_sge *local,

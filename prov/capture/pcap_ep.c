@@ -634,6 +634,26 @@ void rpcrdma__cap_on_send(struct cap_ep *s, const struct rpcrdma_sge *sge)
 		note_read_list(s, sge->addr, sge->len);
 }
 
+/* IBTA vol. 1, 9.2.1 and 9.3.4: the invalidated R_Key travels in an IETH on the
+ * message's last (or only) frame, which is what Wireshark shows as "Invalidate". */
+void rpcrdma__cap_on_send_inv(struct cap_ep *s, const struct rpcrdma_sge *sge, uint32_t handle)
+{
+	uint8_t ieth[CAP_IETH_LEN] = { (uint8_t)(handle >> 24), (uint8_t)(handle >> 16),
+				       (uint8_t)(handle >> 8), (uint8_t)handle };
+	const struct opset one = { IB_SEND_FIRST, IB_SEND_MIDDLE, IB_SEND_LAST_INV,
+				   IB_SEND_ONLY_INV, ieth, sizeof(ieth), NULL, 0 };
+	const struct opset many = { IB_SEND_FIRST, IB_SEND_MIDDLE, IB_SEND_LAST_INV,
+				    IB_SEND_ONLY_INV, NULL, 0, ieth, sizeof(ieth) };
+	struct rpcrdma_sge piece = { NULL, sge->addr, sge->len };
+	struct cursor cur = { &piece, 1, 0, 0 };
+
+	rpcrdma__cap_count_send(s->sink, sge->addr, sge->len);
+	s->psn_out = emit(s, &s->out, s->psn_out, packets(sge->len) == 1 ? &one : &many, &cur,
+			  sge->len);
+	if (!paired(s))
+		note_read_list(s, sge->addr, sge->len);
+}
+
 /* A receive is written when it completes, unless the sender is captured in the same
  * file, which wrote it already. */
 void rpcrdma__cap_on_recv_post(struct cap_ep *s, const struct rpcrdma_sge *sge, void *ctx)

@@ -16,6 +16,7 @@ enum {
 	IB_WRITE_FIRST = 0x06, IB_WRITE_MIDDLE = 0x07, IB_WRITE_LAST = 0x08, IB_WRITE_ONLY = 0x0a,
 	IB_READ_REQUEST = 0x0c, IB_READ_RESP_FIRST = 0x0d, IB_READ_RESP_MIDDLE = 0x0e,
 	IB_READ_RESP_LAST = 0x0f, IB_READ_RESP_ONLY = 0x10,
+	IB_SEND_LAST_INV = 0x16, IB_SEND_ONLY_INV = 0x17,
 	IB_UD_SEND_ONLY = 0x64,
 };
 
@@ -27,6 +28,7 @@ enum {
 #define CAP_RETH_LEN 16
 #define CAP_AETH_LEN 4
 #define CAP_DETH_LEN 8
+#define CAP_IETH_LEN 4
 #define CAP_ICRC_LEN 4
 #define CAP_MAD_LEN 256
 #define CAP_HDR_MAX (CAP_ETH_LEN + CAP_IP6_LEN + CAP_UDP_LEN + CAP_BTH_LEN + CAP_RETH_LEN)
@@ -101,6 +103,8 @@ void rpcrdma__cap_mr_use(int delta);   /* sinks open: registrations are tracked 
 struct cap_ep;
 void rpcrdma__cap_ep_free(struct cap_ep *s);
 void rpcrdma__cap_on_send(struct cap_ep *s, const struct rpcrdma_sge *sge);
+/* A Send With Invalidate: its last frame carries the handle in an IETH */
+void rpcrdma__cap_on_send_inv(struct cap_ep *s, const struct rpcrdma_sge *sge, uint32_t handle);
 void rpcrdma__cap_on_recv_post(struct cap_ep *s, const struct rpcrdma_sge *sge, void *ctx);
 void rpcrdma__cap_on_rma(struct cap_ep *s, uint32_t op, const struct rpcrdma_sge *local,
 			 uint32_t nlocal, const struct rpcrdma_segment *remote, uint32_t nremote,

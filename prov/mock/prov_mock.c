@@ -17,6 +17,7 @@ enum { ST_CONNECTING, ST_CONNECTED, ST_GONE };
 struct mock_mr {
 	struct rpcrdma_mr base;
 	struct mock_mr *next;
+	int invalidated;            /* by the peer's Send With Invalidate */
 };
 
 struct mock_recv {
@@ -226,7 +227,7 @@ static uint8_t *remote_bytes(struct mock_prov *mp, const struct rpcrdma_segment 
 {
 	struct mock_mr *m = mr_find(mp, s->handle);
 
-	if (!m || !(m->base.access & need) || s->offset < m->base.offset ||
+	if (!m || m->invalidated || !(m->base.access & need) || s->offset < m->base.offset ||
 	    s->offset - m->base.offset > m->base.len ||
 	    m->base.len - (s->offset - m->base.offset) < s->length)
 		return NULL;
@@ -320,9 +321,30 @@ static struct mock_recv *rq_pop(struct mock_ep *e)
 	return r;
 }
 
-static int mock_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
+/* Send With Invalidate: the peer's device takes the handle out of use as the message
+ * arrives. A handle that is no registration reachable remotely is the device's
+ * "invalid request": the connection breaks. 0, or 1 when it broke. */
+static int invalidate(struct mock_ep *e, void *ctx, uint32_t handle)
 {
-	struct mock_ep *e = (struct mock_ep *)base;
+	struct mock_prov *mp = e->mp;
+	struct mock_mr *m = mr_find(mp, handle);
+
+	if (!m || m->invalidated ||
+	    !(m->base.access & (RPCRDMA_ACC_REMOTE_READ | RPCRDMA_ACC_REMOTE_WRITE))) {
+		mp->stats.inv_errors++;
+		complete(e, ctx, RPCRDMA_OP_SEND, 0, -RPCRDMA_ERR_ACCESS);
+		break_conn(e);
+		return 1;
+	}
+	m->invalidated = 1;
+	mp->stats.sends_inv++;
+	mp->stats.last_inv_handle = handle;
+	return 0;
+}
+
+static int send_as(struct mock_ep *e, const struct rpcrdma_sge *sge, const uint32_t *inv,
+		   void *ctx)
+{
 	struct mock_prov *mp = e->mp;
 	struct mock_recv *r;
 	int rc;
@@ -337,6 +359,8 @@ static int mock_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge
 		break_at_post(e, ctx, RPCRDMA_OP_SEND);
 		goto out_unlock;
 	}
+	if (inv && invalidate(e, ctx, *inv))
+		goto out_unlock;
 	r = rq_pop(e->peer);
 	if (r) {
 		deliver(e->peer, r, e, ctx, sge->addr, sge->len);
@@ -350,6 +374,17 @@ static int mock_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge
 out_unlock:
 	pthread_mutex_unlock(&mp->lock);
 	return rc;
+}
+
+static int mock_post_send(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
+{
+	return send_as((struct mock_ep *)base, sge, NULL, ctx);
+}
+
+static int mock_post_send_inv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge,
+			      uint32_t handle, void *ctx)
+{
+	return send_as((struct mock_ep *)base, sge, &handle, ctx);
 }
 
 static int mock_post_recv(struct rpcrdma_ep *base, const struct rpcrdma_sge *sge, void *ctx)
@@ -878,6 +913,7 @@ static const struct rpcrdma_prov_ops mock_ops = {
 	.mr_dereg = mock_mr_dereg,
 	.post_recv = mock_post_recv,
 	.post_send = mock_post_send,
+	.post_send_inv = mock_post_send_inv,
 	.post_rma = mock_post_rma,
 	.poll = mock_poll,
 	.wait = mock_wait,
@@ -909,6 +945,7 @@ int rpcrdma_mock_open(struct rpcrdma_prov **out)
 	c->tx_depth = 1024;
 	c->rx_depth = 1024;
 	c->max_msg_size = UINT32_MAX;
+	c->remote_inv = 1;
 	*out = &mp->base;
 	return 0;
 }
@@ -926,6 +963,7 @@ int rpcrdma_mock_set_faults(struct rpcrdma_prov *p, const struct rpcrdma_mock_fa
 		return -RPCRDMA_ERR_INVAL;
 	pthread_mutex_lock(&mp->lock);
 	mp->faults = *f;
+	mp->base.caps.remote_inv = !f->no_remote_inv;
 	pthread_mutex_unlock(&mp->lock);
 	return 0;
 }

@@ -9,6 +9,9 @@
  * - A receive buffer smaller than the message breaks the connection.
  * - RDMA Read/Write check key, range and access right (RFC 5042); a violation completes
  *   the operation with -RPCRDMA_ERR_ACCESS and breaks the connection, as verbs does.
+ * - A Send With Invalidate (rpcrdma_post_send_inv) names a registration with remote
+ *   access, which no RDMA Read or Write reaches afterwards (it may still be released);
+ *   any other handle breaks the connection (-RPCRDMA_ERR_ACCESS), as a device does.
  * - A broken connection reports RPCRDMA_OP_DISCONNECT on both endpoints and completes
  *   everything posted with -RPCRDMA_ERR_DISCONN.
  * - rpcrdma_connect() with timeout 0 returns at once; the endpoint becomes connected
@@ -35,6 +38,8 @@ struct rpcrdma_mock_faults {
 	uint32_t again_at_post;     /* from the Nth post on, ... */
 	uint32_t again_count;       /* ... this many (0: 1) return -RPCRDMA_ERR_AGAIN: the
 				       queue is full, nothing is posted, try again later */
+	uint32_t no_remote_inv;     /* 1: no Send With Invalidate (caps.remote_inv 0, as
+				       libfabric's providers); read by lower faces made after */
 };
 
 struct rpcrdma_mock_stats {
@@ -42,6 +47,9 @@ struct rpcrdma_mock_stats {
 	uint64_t sends, recvs, reads, writes, bytes;
 	uint64_t access_errors, rnr_errors, disconnects;
 	uint64_t mrs_live;          /* registrations not yet released */
+	uint64_t sends_inv;         /* Sends With Invalidate */
+	uint32_t last_inv_handle;   /* the handle the last of them invalidated */
+	uint32_t inv_errors;        /* ... that named no remotely reachable registration */
 };
 
 /* A mock provider of its own (faults and counters are per provider). */

@@ -22,7 +22,9 @@
  *   window unbound, the range inside the registration, remote write only over local
  *   write, the key's index kept); reachable only from the peer of the queue pair it is
  *   bound on, with its rights and range; gone with a local invalidation, or with that
- *   queue pair. Binds and registrations are counted (fake_rdma_counts()); with
+ *   queue pair, or with the peer's Send With Invalidate of its key (any other key in
+ *   one fails the Send, LOC_PROT_ERR at the receiver, both queue pairs in error; the
+ *   receive completes with IBV_WC_WITH_INV and the key). Binds and registrations are counted (fake_rdma_counts()); with
  *   FAKE_RDMA_MW_REFUSE=1 every bind fails, as on a device that advertises windows it
  *   cannot bind.
  *
@@ -139,6 +141,16 @@ FAKE_EXPORT const char *ibv_get_device_name(struct ibv_device *d)
 	return d->name;
 }
 
+/* FAKE_RDMA_SOFT_ROCE=1: soft-RoCE's vendor id, and its receive completions' flags as
+ * its user-space provider hands them over (the kernel's, where IB_WC_WITH_INVALIDATE is
+ * bit 2) */
+static int fake_soft_roce(void)
+{
+	const char *e = getenv("FAKE_RDMA_SOFT_ROCE");
+
+	return e && *e == '1';
+}
+
 FAKE_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 {
 	(void)c;
@@ -149,6 +161,9 @@ FAKE_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *
 	a->max_qp_init_rd_atom = 16;
 	if (!getenv("FAKE_RDMA_NO_MW") || *getenv("FAKE_RDMA_NO_MW") != '1')
 		a->device_cap_flags = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	a->device_cap_flags |= IBV_DEVICE_MEM_MGT_EXTENSIONS;   /* Send With Invalidate */
+	if (fake_soft_roce())
+		a->vendor_id = 0xffffff;
 	return 0;
 }
 
@@ -473,8 +488,8 @@ static void signal_fd(int fd)
 		abort();
 }
 
-static void cq_push(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st,
-		    enum ibv_wc_opcode op, uint32_t len, uint32_t qp_num)
+static struct ibv_wc *cq_push(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st,
+			      enum ibv_wc_opcode op, uint32_t len, uint32_t qp_num)
 {
 	struct fcq *f = (struct fcq *)cq;
 	struct ibv_wc *w;
@@ -492,6 +507,7 @@ static void cq_push(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st,
 		f->armed = 0;
 		signal_fd(cq->channel->fd);
 	}
+	return w;
 }
 
 static int f_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
@@ -583,6 +599,8 @@ struct fqp {
 struct pending_send {
 	struct fqp *from;
 	uint64_t wr_id;
+	int inv;                 /* Send With Invalidate of inv_rkey at the receiver */
+	uint32_t inv_rkey;
 	uint8_t *data;
 	uint32_t len;
 	struct pending_send *next;
@@ -934,9 +952,26 @@ static void deliver(struct fqp *to, struct pending_send *s)
 				s->from->qp.qp_num);
 		qp_error(to);
 		qp_error(s->from);
+	} else if (s->inv && mw_invalidate(to, s->inv_rkey)) {
+		/* only a type 2 window bound on the receiving QP can be invalidated so (a
+		 * registration of ibv_reg_mr cannot): the device refuses the Send */
+		cq_push(to->qp.recv_cq, r->wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, to->qp.qp_num);
+		if (s->from)
+			cq_push(s->from->qp.send_cq, s->wr_id, IBV_WC_REM_INV_REQ_ERR, IBV_WC_SEND, 0,
+				s->from->qp.qp_num);
+		qp_error(to);
+		qp_error(s->from);
 	} else {
+		struct ibv_wc *w;
+
 		memcpy((void *)(uintptr_t)r->addr, s->data, s->len);
-		cq_push(to->qp.recv_cq, r->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, s->len, to->qp.qp_num);
+		w = cq_push(to->qp.recv_cq, r->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, s->len,
+			    to->qp.qp_num);
+		if (s->inv) {
+			/* soft-RoCE's provider passes the kernel's flag: its bit 2 */
+			w->wc_flags |= fake_soft_roce() ? 1u << 2 : IBV_WC_WITH_INV;
+			w->invalidated_rkey = s->inv_rkey;
+		}
 		if (s->from)
 			cq_push(s->from->qp.send_cq, s->wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, s->len,
 				s->from->qp.qp_num);
@@ -974,6 +1009,8 @@ static void do_send(struct fqp *q, struct fqp *p, const struct ibv_send_wr *wr)
 		abort();
 	s->from = q;
 	s->wr_id = wr->wr_id;
+	s->inv = wr->opcode == IBV_WR_SEND_WITH_INV;
+	s->inv_rkey = wr->invalidate_rkey;
 	s->len = sge_total(wr->sg_list, wr->num_sge);
 	s->data = malloc(s->len ? s->len : 1);
 	for (i = 0; i < wr->num_sge; i++) {
@@ -1033,7 +1070,8 @@ static void window_op(struct fqp *q, const struct ibv_send_wr *wr)
 static void send_one(struct fqp *q, const struct ibv_send_wr *wr)
 {
 	struct fqp *p = peer_qp(q);
-	enum ibv_wc_opcode op = wr->opcode == IBV_WR_SEND ? IBV_WC_SEND
+	int send = wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_INV;
+	enum ibv_wc_opcode op = send ? IBV_WC_SEND
 			      : wr->opcode == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
 	unsigned lright = wr->opcode != IBV_WR_RDMA_READ ? 0
 			: dev.transport_type == IBV_TRANSPORT_IWARP
@@ -1067,7 +1105,7 @@ static void send_one(struct fqp *q, const struct ibv_send_wr *wr)
 		qp_error(p);
 		return;
 	}
-	if (wr->opcode == IBV_WR_SEND) {
+	if (send) {
 		do_send(q, p, wr);
 	} else if (do_rma(wr, p)) {
 		cq_push(q->qp.send_cq, wr->wr_id, IBV_WC_SUCCESS, op,

@@ -143,6 +143,30 @@ suite_stack() {
 	umount /mnt/knfsd
 }
 
+# rdma_xprt_stats MOUNTPOINT: the kernel client's RPC-over-RDMA counters of that mount
+# (the "xprt: rdma" line of /proc/self/mountstats, xprt_rdma_print_stats): "CHUNKS
+# LOCAL_INV", the calls' read + write + reply chunks, and the replies after which the
+# client still had to invalidate a registration itself (local_inv_needed)
+rdma_xprt_stats() {
+	awk -v m="$1" '$1 == "device" { on = ($5 == m) }
+		on && $1 == "xprt:" && $2 == "rdma" { print $13 + $14 + $15, $27; exit }' \
+		/proc/self/mountstats
+}
+
+# The kernel's client announces that it takes Send With Invalidate (RFC 8797 §3.2) and
+# registers one region per chunk; nfs3d's replies invalidate the call's one handle, so
+# the client rarely invalidates one itself (before, after every reply to a call with a
+# chunk). Taken after the RDMA copy and tree of nfs3d_through (N3_INV: "CHUNKS
+# LOCAL_INV"), judged at the end of the suite, so that a failure here does not cut the
+# rest short.
+check_remote_inv() {
+	local chunks inv
+	read -r chunks inv <<<"$N3_INV"
+	echo "the kernel's client on nfs3d over rdma: $chunks chunks, local_inv_needed $inv"
+	[ "${chunks:-0}" -ge 16 ] && [ $((${inv:-0} * 10)) -le "$chunks" ]
+}
+
+N3_INV=
 # The kernel's client on nfs3d: over RDMA and over TCP (nfs3d_through), rpcbind told of
 # both; then, under a hard mount over RDMA, nfs3d killed (SIGKILL) in the middle of a copy
 # and restarted: the copy completes with the right bytes.
@@ -156,6 +180,7 @@ suite_nfs3d() {
 	for proto in rdma tcp; do
 		nfs3d_mount $proto /mnt/n3
 		nfs3d_through /mnt/n3
+		[ $proto = tcp ] || N3_INV=$(rdma_xprt_stats /mnt/n3)
 		umount /mnt/n3
 		echo "the kernel's NFSv3 client over $proto: 16 MiB each way and a tree of 320, same on the directory"
 	done
@@ -183,6 +208,7 @@ suite_nfs3d() {
 	echo "a hard mount over RDMA across a SIGKILL and restart of nfs3d: the copy completed, same bytes"
 	kill $N3_PID
 	wait $N3_PID
+	check_remote_inv
 }
 
 suite_device() {
