@@ -8,7 +8,9 @@
  * squashed root is an ordinary user to the kernel, and an unsquashed root keeps them. */
 #include "nfs3d.h"
 
+#include <pthread.h>
 #include <rpc/rpc.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -133,4 +135,92 @@ void nfs3d_opts_set(const struct nfs3d_opts *o)
 const struct nfs3d_opts *nfs3d_opts_now(void)
 {
 	return call_opts ? call_opts : &ex.defaults;
+}
+
+/* ---- the threads that run calls as their callers ----
+ * A thread whose credentials ever changed may not use the RDMA device again: the kernel's
+ * uverbs refuses write() commands (memory registration, soft-RoCE's doorbells) from a
+ * thread whose credentials are not the very ones it was opened with (ib_safe_file_access:
+ * "changed security contexts after opening file descriptor"), and a switch back to root
+ * makes new ones. So the library's workers, which post replies, never switch: each call's
+ * procedure runs on one of these threads, under its caller's identity, while the worker
+ * that decoded it waits. */
+
+struct nfs3d_job {
+	bool (*fn)(void *args, void *res);
+	void *args, *res;
+	const struct nfs3d_cred *cred;
+	const struct nfs3d_opts *opts;
+	int rc;                   /* 1: ran and took its arguments; 0: refused them; -1: no identity */
+	bool done;
+	pthread_cond_t cv;
+	struct nfs3d_job *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	struct nfs3d_job *head, **tail;
+} pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &pool.head };
+
+static void job_run(struct nfs3d_job *j)
+{
+	nfs3d_opts_set(j->opts);
+	if (nfs3d_cred_enter(j->cred) < 0) {
+		fprintf(stderr, "nfs3d: cannot take the identity uid %u gid %u: refused\n",
+			j->cred->uid, j->cred->gid);
+		j->rc = -1;
+		return;
+	}
+	j->rc = j->fn(j->args, j->res) ? 1 : 0;
+}
+
+static void *pool_thread(void *arg)
+{
+	struct nfs3d_job *j;
+
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&pool.lock);
+		while (!pool.head)
+			pthread_cond_wait(&pool.more, &pool.lock);
+		j = pool.head;
+		pool.head = j->next;
+		if (!pool.head)
+			pool.tail = &pool.head;
+		pthread_mutex_unlock(&pool.lock);
+		job_run(j);
+		pthread_mutex_lock(&pool.lock);
+		j->done = true;
+		pthread_cond_signal(&j->cv);
+		pthread_mutex_unlock(&pool.lock);
+	}
+	return NULL;
+}
+
+int nfs3d_pool_start(int n)
+{
+	pthread_t t;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (pthread_create(&t, NULL, pool_thread, NULL) || pthread_detach(t))
+			return -1;
+	return 0;
+}
+
+int nfs3d_run_as(const struct nfs3d_cred *c, const struct nfs3d_opts *o,
+		 bool (*fn)(void *, void *), void *args, void *res)
+{
+	struct nfs3d_job j = { fn, args, res, c, o, 0, false, PTHREAD_COND_INITIALIZER, NULL };
+
+	pthread_mutex_lock(&pool.lock);
+	*pool.tail = &j;
+	pool.tail = &j.next;
+	pthread_cond_signal(&pool.more);
+	while (!j.done)
+		pthread_cond_wait(&j.cv, &pool.lock);
+	pthread_mutex_unlock(&pool.lock);
+	pthread_cond_destroy(&j.cv);
+	return j.rc;
 }

@@ -297,6 +297,11 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* after the mask: SIGINT and SIGTERM go to the signal thread only */
+	if (nfs3d_pool_start(o.threads) < 0) {
+		fprintf(stderr, "nfs3d: cannot start threads\n");
+		return 1;
+	}
 	rpcrdma_ulb_register(rpcrdma_ulb_nfs3());
 	rdma = rdma_listener(&o);
 	tcp = rdma ? tcp_listener(o.host, o.tcp_port, &g_tcp_port) : NULL;

@@ -88,6 +88,13 @@ int nfs3d_cred_enter(const struct nfs3d_cred *c);
 int nfs3d_root_begin(void);
 int nfs3d_root_end(void);
 bool nfs3d_cred_is_root(void);
+/* The threads that run procedures as their callers (the library's workers never change
+ * identity: cred.c says why): started once; nfs3d_run_as() runs fn(args, res) on one of
+ * them under c and o and waits. 1: fn took its arguments; 0: it refused them
+ * (GARBAGE_ARGS); -1: the identity could not be taken. */
+int nfs3d_pool_start(int n);
+int nfs3d_run_as(const struct nfs3d_cred *c, const struct nfs3d_opts *o,
+		 bool (*fn)(void *, void *), void *args, void *res);
 /* The export options of the call this thread runs. */
 void nfs3d_opts_set(const struct nfs3d_opts *o);
 const struct nfs3d_opts *nfs3d_opts_now(void);

@@ -1187,25 +1187,16 @@ static bool from_rdma(const SVCXPRT *x)
 
 /* What knfsd answers before it runs a call (nfsd_setuser_and_check_port(),
  * nfsd_permission()), in its order: a TCP call from an unprivileged port on a "secure"
- * export gets NFS3ERR_PERM, a change on a read-only one NFS3ERR_ROFS; then the call takes
- * its caller's identity, or is refused (never run as root by mistake). */
+ * export gets NFS3ERR_PERM, a change on a read-only one NFS3ERR_ROFS. */
 static nfsstat3 call_refusal(struct svc_req *rq, SVCXPRT *x, const struct nfs3d_opts *o)
 {
 	const struct netbuf *nb = svc_getrpccaller(x);
-	struct nfs3d_cred c;
 
 	if (!o->insecure && !from_rdma(x) &&
 	    !nfs3d_port_secure(nb ? nb->buf : NULL, nb ? nb->len : 0))
 		return NFS3ERR_PERM;
 	if (o->ro && changes(rq->rq_proc))
 		return NFS3ERR_ROFS;
-	nfs3d_opts_set(o);
-	nfs3d_cred_map(o, (int)rq->rq_cred.oa_flavor, rq->rq_clntcred, &c);
-	if (nfs3d_cred_enter(&c) < 0) {
-		fprintf(stderr, "nfs3d: cannot take the identity uid %u gid %u: refused\n",
-			c.uid, c.gid);
-		return NFS3ERR_SERVERFAULT;
-	}
 	return NFS3_OK;
 }
 
@@ -1224,6 +1215,23 @@ const struct nfs3d_opts *nfs3d_call_opts(struct svc_req *rq, SVCXPRT *x)
 	if (!o)
 		svcerr_auth(x, AUTH_BADCRED);
 	return o;
+}
+
+/* The procedure, on a thread of the pool under the caller's identity (or refused: never
+ * run as root by mistake). NULL takes no identity. */
+static bool run_call(struct svc_req *rq, const struct proc *p, const struct nfs3d_opts *o,
+		     union nfs3_args *a, union nfs3_res *r)
+{
+	struct nfs3d_cred c;
+	int rc;
+
+	if (rq->rq_proc == NFSPROC3_NULL)
+		return true;
+	nfs3d_cred_map(o, (int)rq->rq_cred.oa_flavor, rq->rq_clntcred, &c);
+	rc = nfs3d_run_as(&c, o, p->fn, a, r);
+	if (rc < 0)
+		r->getattr.status = NFS3ERR_SERVERFAULT;
+	return rc != 0;
 }
 
 /* Every result union starts with its nfsstat3. */
@@ -1259,7 +1267,7 @@ void nfs3d_dispatch(struct svc_req *rq, SVCXPRT *x)
 	if (ok && rq->rq_proc != NFSPROC3_NULL)
 		r.getattr.status = call_refusal(rq, x, o);
 	if (ok && !r.getattr.status)
-		ok = p->fn(&a, &r);
+		ok = run_call(rq, p, o, &a, &r);
 	log_call(p, x, !ok, &r);
 	if (!ok)
 		svcerr_decode(x);
