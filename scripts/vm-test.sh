@@ -28,7 +28,7 @@ cannot() {
 
 pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod zstd xz-utils bc rdma-core
       ibverbs-providers ibverbs-utils rdmacm-utils perftest nfs-kernel-server nfs-common
-      rpcbind iproute2)
+      rpcbind iproute2 fio dbench git cmake make gcc pkg-config)
 if [ "$(id -u)" -eq 0 ]; then
 	scripts/setup.sh "${pkgs[@]}" || cannot "the packages it needs did not install (${pkgs[*]})"
 else

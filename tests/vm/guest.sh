@@ -8,10 +8,15 @@
 #   device   ctest -L rdma_device: the verbs provider's tests on the real device
 #   cli      rpcrdma serve / ping / perf --check over verbs
 #   nfs3cp   our NFSv3 client (examples/nfs3) against knfsd over RDMA
-#   nfs3d    the kernel's NFSv3 client mounting our server (examples/nfs3) over RDMA and TCP
+#   nfs3d    the kernel's NFSv3 client mounting our server (examples/nfs3d) over RDMA and TCP
+#   nfs3d_work  through the kernel's RDMA mount of nfs3d: a squashed root's and nobody's
+#            answers against knfsd's, fio with verification, dbench, a developer's day
+#            (copy, git, cmake and make, tar), fio across a SIGKILL and restart
 #   bench    figures, ratios within one run (only when named): rpcrdma perf against
 #            perftest, bench_prov on rxe0 with and without a registration per call, the
 #            nfs2 workload over verbs against TCP, nfs3cp against the kernel's client
+#   nfs3d_bench  figures (only when named): the kernel's client on knfsd and on nfs3d,
+#            fio, 5,000 small files and dbench, over RDMA and TCP (issue 49's table)
 #   windows  figures (only when named): perf with a registration per call against
 #            --prereg (memory windows), and nfs3cp with and without windows against the
 #            kernel's client on knfsd, in turns
@@ -21,9 +26,9 @@ set -u
 exec >/vmout/guest.log 2>&1
 . "$VM_SRC/tests/vm/guest_lib.sh"
 
-all="stack device cli nfs3cp nfs3d"
+all="stack device cli nfs3cp nfs3d nfs3d_work"
 suites=${VM_SUITES:-$all}
-all="$all bench windows"   # figures: run only when named
+all="$all bench windows nfs3d_bench"   # figures: run only when named
 dev_up || { echo "vm: /dev/shm or /dev/fd could not be made"; exit 99; }
 rxe_up || { echo "vm: soft-RoCE did not come up"; exit 99; }
 passed=0

@@ -59,7 +59,8 @@ NFS3D_DIR=/srv/nfs3d
 N3_RDMA=20149 N3_TCP=2149 N3_MOUNT=20148 N3_STARTS=0
 nfs3d_start() {
 	local log=/tmp/nfs3d.$((N3_STARTS += 1)).log
-	"$VM_BUILD/nfs3d" -v --state-dir /run/nfs3d --provider verbs --listen "$VM_ADDR:$N3_RDMA" --tcp-port $N3_TCP \
+	# shellcheck disable=SC2086
+	"$VM_BUILD/nfs3d" ${N3_OPTS--v} --state-dir /run/nfs3d --provider verbs --listen "$VM_ADDR:$N3_RDMA" --tcp-port $N3_TCP \
 		--mount-port $N3_MOUNT "$NFS3D_DIR" >$log 2>&1 &
 	N3_PID=$!
 	for _ in $(seq 200); do grep -q '^nfs3d: .* rdma=' $log && { cat $log; return 0; }; sleep 0.1; done
@@ -75,12 +76,13 @@ nfs3d_up() {
 	nfs3d_start
 }
 
-# nfs3d_mount PROTO MOUNTPOINT: the kernel's client, hard (the default), as the README says
+# nfs3d_mount PROTO MOUNTPOINT [OPTIONS]: the kernel's client, hard (the default), as the
+# README says
 nfs3d_mount() {
 	local port=$N3_RDMA
 	[ "$1" = tcp ] && port=$N3_TCP
 	mkdir -p "$2"
-	timeout 120 mount -t nfs -o vers=3,proto=$1,port=$port,mountproto=tcp,mountport=$N3_MOUNT,nolock \
+	timeout 120 mount -t nfs -o vers=3,proto=$1,port=$port,mountproto=tcp,mountport=$N3_MOUNT,nolock${3:+,$3} \
 		"$VM_ADDR:$NFS3D_DIR" "$2"
 	grep " $2 " /proc/mounts | grep -q "proto=$1"
 }
@@ -492,3 +494,231 @@ suite_bench() {
 	echo "kernel client, 64 MiB read    knfsd ${knr} s   nfs3d ${n3r} s   ratio $(echo "$knr / $n3r" | bc -l | cut -c1-4)"
 }
 
+
+# ---- nfs3d_work: workloads no one here wrote, through the kernel's RDMA mount of nfs3d
+# (default options: root_squash, secure), and each identity's answers against knfsd's ----
+
+# ops MOUNTPOINT WHO: what one identity gets for each operation, a line each, the mount
+# point written M (the same lines from knfsd and nfs3d make the comparison)
+n3_op() {
+	local name=$1 out rc
+	shift
+	out=$("$@" 2>&1) && rc=ok || rc=fail
+	echo "$name: $rc $(echo "$out" | sed "s#$N3_M#M#g" | tr '\n' ' ')"
+}
+
+n3_ops() {
+	N3_M=$1
+	local m=$1/cmp w=$2
+	n3_op "read 0600" cat $m/secret
+	n3_op "read 0644" cat $m/pub
+	n3_op "append 0644" sh -c "echo x >>$m/pub"
+	n3_op "read 0640 root:4242" cat $m/grp
+	n3_op "read 0711" cat $m/prog
+	n3_op "list 0700" ls $m/private
+	n3_op "create in 0700" touch $m/private/x-$w
+	n3_op "create in 0755" touch $m/x-$w
+	n3_op "create in 1777" sh -c "touch $m/open/f-$w && stat -c '%u:%g %a' $m/open/f-$w"
+	n3_op "setuid own" sh -c "chmod 4755 $m/open/f-$w && stat -c '%u %a' $m/open/f-$w"
+	n3_op "chmod root's" chmod 666 $m/pub
+	n3_op "chown to root" chown 0 $m/open/f-$w
+	n3_op "mkdir" sh -c "mkdir $m/open/d-$w && stat -c '%u:%g %a' $m/open/d-$w"
+	n3_op "symlink" ln -s target $m/open/l-$w
+	n3_op "hard link own" ln $m/open/f-$w $m/open/h-$w
+	n3_op "mkfifo" mkfifo $m/open/p-$w
+	n3_op "mknod char" mknod $m/open/c-$w c 1 5
+	n3_op "write own 0444" sh -c "exec 3>$m/open/ro-$w && chmod 444 $m/open/ro-$w && echo data >&3"
+	n3_op "read own 0444" cat $m/open/ro-$w
+	n3_op "rename" mv $m/open/f-$w $m/open/g-$w
+	n3_op "remove root's in 1777" rm -f $m/open/rootfile
+	n3_op "remove own" rm $m/open/g-$w
+	n3_op "rmdir own" rmdir $m/open/d-$w
+	n3_op "remove 0644" rm -f $m/pub
+}
+
+# the same tree on both servers' directories
+n3_cmp_tree() {
+	local d=$1/cmp
+	rm -rf $d
+	mkdir -p $d/open $d/private
+	chmod 755 $d; chmod 1777 $d/open; chmod 700 $d/private
+	echo secret >$d/secret; chmod 600 $d/secret
+	echo pub >$d/pub; chmod 644 $d/pub
+	echo grp >$d/grp; chown 0:4242 $d/grp; chmod 640 $d/grp
+	echo prog >$d/prog; chmod 711 $d/prog
+	echo root >$d/open/rootfile; chmod 644 $d/open/rootfile
+}
+
+# a root squashed and nobody, on knfsd (exported root_squash, secure: its defaults) and on
+# nfs3d (its defaults), in this boot: every answer and every resulting owner the same
+n3_compare_knfsd() {
+	local ksq=/srv/knfsd-sq who
+	knfsd_up
+	mkdir -p $ksq /mnt/ksq /mnt/n3c
+	grep -q " $ksq " /proc/mounts || mount -t tmpfs -o size=64m ksq $ksq
+	exportfs -o rw,root_squash,fsid=3 "*:$ksq"
+	n3_cmp_tree $ksq
+	n3_cmp_tree $NFS3D_DIR
+	mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock,noac "$VM_ADDR:$ksq" /mnt/ksq
+	nfs3d_mount rdma /mnt/n3c noac
+	for who in root nobody; do
+		local run=""
+		[ $who = nobody ] && run="setpriv --reuid=65534 --regid=65534 --clear-groups"
+		$run bash -c "$(declare -f n3_op n3_ops); n3_ops /mnt/ksq $who" >/tmp/cmp.knfsd.$who
+		$run bash -c "$(declare -f n3_op n3_ops); n3_ops /mnt/n3c $who" >/tmp/cmp.nfs3d.$who
+		if ! diff /tmp/cmp.knfsd.$who /tmp/cmp.nfs3d.$who; then
+			echo "as $who, nfs3d's answers differ from knfsd's (< knfsd, > nfs3d)"
+			return 1
+		fi
+		echo "as $who: the same $(wc -l </tmp/cmp.nfs3d.$who) answers from knfsd and nfs3d"
+	done
+	diff <(cd $ksq/cmp && find . -printf '%p %u:%g %m %y\n' | sort) \
+		<(cd $NFS3D_DIR/cmp && find . -printf '%p %u:%g %m %y\n' | sort)
+	echo "the same files, owners and modes left on both servers"
+	umount /mnt/ksq /mnt/n3c
+	exportfs -u "*:$ksq"
+}
+
+# fio with verification: sequential and random, direct and buffered
+n3_fio() {
+	local d=$1 job
+	for job in "seq-direct --rw=write --bs=1M --size=32M --direct=1" \
+		   "rand-direct --rw=randwrite --bs=4k --size=4M --direct=1 --ioengine=libaio --iodepth=4" \
+		   "seq-buffered --rw=write --bs=256k --size=16M --fsync_on_close=1" \
+		   "rand-buffered --rw=randwrite --bs=4k --size=4M --fsync_on_close=1"; do
+		# shellcheck disable=SC2086
+		timeout 300 fio --name=$job --directory=$d --verify=crc32c --do_verify=1 \
+			--verify_fatal=1 --output=/tmp/fio.out >/dev/null ||
+			{ cat /tmp/fio.out; return 1; }
+		grep -q 'err= 0' /tmp/fio.out || { cat /tmp/fio.out; return 1; }
+		echo "fio ${job%% *}: written and verified (crc32c)"
+	done
+}
+
+n3_dbench() {
+	local d=$1
+	timeout 300 dbench -t 10 -D $d -c /usr/share/dbench/client.txt 2 >/tmp/dbench.out 2>&1 ||
+		{ tail -n 20 /tmp/dbench.out; return 1; }
+	! grep -qi 'error\|failed' /tmp/dbench.out || { grep -i 'error\|failed' /tmp/dbench.out | head; return 1; }
+	grep Throughput /tmp/dbench.out
+}
+
+# a developer's day: this project's tree copied on, checked, committed with git, built
+# (the protocol core) with cmake and make on the mount, and a tar round trip
+n3_devday() {
+	local d=$1 src=$1/src
+	mkdir -p $src
+	(cd "$VM_SRC" && git ls-files -z | xargs -0 tar -cf -) | tar -C $src -xf -
+	(cd "$VM_SRC" && git ls-files -z | xargs -0 sha256sum) >/tmp/src.sum
+	(cd $src && sha256sum -c --quiet /tmp/src.sum)
+	echo "the source tree copied on, $(wc -l </tmp/src.sum) files checked"
+	git -C $src -c safe.directory='*' init -q
+	git -C $src -c safe.directory='*' add -A
+	git -C $src -c safe.directory='*' -c user.name=vm -c user.email=vm@example.org commit -qm tree
+	git -C $src -c safe.directory='*' fsck --no-progress --strict
+	echo "git init, add, commit and fsck on the mount"
+	timeout 600 cmake -S $src -B $src/b -DRPCRDMA_WERROR=ON >/tmp/cmake.out 2>&1 ||
+		{ tail -n 20 /tmp/cmake.out; return 1; }
+	timeout 900 make -C $src/b -j2 rpcrdma_core_static >/tmp/make.out 2>&1 ||
+		{ tail -n 20 /tmp/make.out; return 1; }
+	[ -s $src/b/librpcrdma-core.a ] || ls $src/b
+	echo "cmake and make built the protocol core on the mount"
+	tar -C $d -czf /tmp/src.tgz --exclude=src/b --exclude=src/.git src
+	mkdir -p $d/rt && tar -C $d/rt -xzf /tmp/src.tgz
+	(cd $d/rt/src && sha256sum -c --quiet /tmp/src.sum)
+	echo "a tar round trip through the mount, every file the same"
+}
+
+# fio with verification across a SIGKILL and restart of nfs3d under a hard mount
+n3_fio_restart() {
+	local d=$1 fpid size=0
+	fio --name=restart --directory=$d --rw=write --bs=1M --size=32M --direct=1 \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --output=/tmp/fio.r.out >/dev/null &
+	fpid=$!
+	for _ in $(seq 600); do
+		size=$(stat -c %s $NFS3D_DIR/work/restart.0.0 2>/dev/null || echo 0)
+		[ "$size" -ge 4194304 ] && break
+		sleep 0.05
+	done
+	kill -0 $fpid || { echo "fio ended before nfs3d was killed: nothing tested"; return 1; }
+	kill -9 $N3_PID
+	wait $N3_PID || true
+	sleep 1
+	nfs3d_start
+	wait $fpid || { cat /tmp/fio.r.out; return 1; }
+	grep -q 'err= 0' /tmp/fio.r.out
+	echo "fio wrote and verified 32 MiB across a SIGKILL and restart of nfs3d ($size bytes before)"
+}
+
+suite_nfs3d_work() {
+	set -E
+	trap 'echo "suite nfs3d_work failed at line $LINENO; nfs3d said:"; tail -n 20 /tmp/nfs3d.*.log; dmesg | tail -n 20' ERR
+	nfs3d_up
+	n3_compare_knfsd
+	nfs3d_mount rdma /mnt/n3w
+	mkdir -p /mnt/n3w/work
+	n3_fio /mnt/n3w/work
+	n3_dbench /mnt/n3w/work/db
+	n3_devday /mnt/n3w/work
+	n3_fio_restart /mnt/n3w/work
+	umount /mnt/n3w
+	kill $N3_PID
+	wait $N3_PID
+}
+
+# ---- nfs3d_bench (only when named): issue 49 item 7's table. The kernel's client on
+# knfsd and on nfs3d in this boot, both on a tmpfs, both exported no_root_squash and
+# insecure, over proto=rdma and proto=tcp. Each row: knfsd's time ÷ nfs3d's (above 1:
+# nfs3d faster); dbench: nfs3d's MB/s ÷ knfsd's. TCG runs both alike, slowly. ----
+
+# n3b_fio MOUNT NAME FIO_ARGS...: the seconds one fio job took
+n3b_fio() {
+	local m=$1 n=$2
+	shift 2
+	secs fio --name=$n --directory=$m --output=/tmp/fio.b.out "$@"
+}
+
+n3b_rows() {   # n3b_rows MOUNT: "row seconds" lines
+	local m=$1/bench
+	mkdir -p $m
+	echo "seq-write-1M-256M $(n3b_fio $m seq --rw=write --bs=1M --size=256M --direct=1)"
+	echo 3 >/proc/sys/vm/drop_caches
+	echo "seq-read-1M-256M $(n3b_fio $m seq --rw=read --bs=1M --size=256M --direct=1)"
+	echo "rand-write-4k-qd16 $(n3b_fio $m rnd --rw=randwrite --bs=4k --size=16M --direct=1 \
+		--ioengine=libaio --iodepth=16)"
+	echo "rand-read-4k-qd16 $(n3b_fio $m rnd --rw=randread --bs=4k --size=16M --direct=1 \
+		--ioengine=libaio --iodepth=16)"
+	rm -f $m/seq.0.0 $m/rnd.0.0
+	python3 "$VM_SRC/tests/vm/smallfiles.py" $m/small | sed 's/^/files-5000-/'
+	rm -rf $m/small
+	timeout 300 dbench -t 30 -D $m -c /usr/share/dbench/client.txt 4 >/tmp/dbench.b.out 2>&1
+	echo "dbench-30s-MBps $(sed -n 's/^Throughput \([0-9.]*\) MB.*/\1/p' /tmp/dbench.b.out)"
+	rm -rf $m
+}
+
+suite_nfs3d_bench() {
+	local proto kport n3port row k n
+	knfsd_up
+	mkdir -p /mnt/knfsd
+	N3_OPTS="-o no_root_squash,insecure" nfs3d_up
+	for proto in rdma tcp; do
+		kport=20049 n3port=$N3_RDMA
+		[ $proto = tcp ] && kport=2049 n3port=$N3_TCP
+		mount -t nfs -o vers=3,proto=$proto,port=$kport,mountproto=tcp,mountport=20048,nolock \
+			"$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
+		nfs3d_mount $proto /mnt/n3
+		n3b_rows /mnt/knfsd >/tmp/bench.k.$proto
+		n3b_rows /mnt/n3 >/tmp/bench.n.$proto
+		umount /mnt/knfsd /mnt/n3
+		echo "proto=$proto                 knfsd      nfs3d      knfsd ÷ nfs3d (dbench: nfs3d ÷ knfsd)"
+		while read -r row k; do
+			n=$(sed -n "s/^$row //p" /tmp/bench.n.$proto)
+			if [ "$row" = dbench-30s-MBps ]; then
+				printf "%-26s %8s MB/s %8s MB/s %6.2f\n" "$row" "$k" "$n" "$(echo "$n / $k" | bc -l)"
+			else
+				printf "%-26s %8s s %8s s %6.2f\n" "$row" "$k" "$n" "$(echo "$k / $n" | bc -l)"
+			fi
+		done </tmp/bench.k.$proto
+	done
+	kill $N3_PID; wait $N3_PID || true
+}
