@@ -109,6 +109,20 @@ void rpcrdma__drc_forget(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e);
 const struct rpcrdma_reply_args *rpcrdma__drc_reply(const struct rpcrdma__drc_ent *e);
 void rpcrdma__drc_stats(const struct rpcrdma__drc *d, struct rpcrdma_svc_drc_stats *out);
 
+/* svc_work.c: what rpcrdma_svc_run()'s workers serve. claim: an SVCXPRT with a request
+ * ready, held for the calling worker until release (NULL: none); called with the workers'
+ * lock held, so it must not block. */
+struct rpcrdma__svc_src {
+	struct rpcrdma__svc_src *next;
+	SVCXPRT *(*claim)(struct rpcrdma__svc_src *src);
+	void (*release)(struct rpcrdma__svc_src *src, SVCXPRT *x);
+};
+void rpcrdma__svc_src_add(struct rpcrdma__svc_src *src);
+/* Once it returns, no worker claims from src any more (one may still hold an SVCXPRT). */
+void rpcrdma__svc_src_remove(struct rpcrdma__svc_src *src);
+/* A source has work: sleeping workers look again. */
+void rpcrdma__svc_wake_workers(void);
+
 /* rpcb_rdma.c: registration of RDMA listeners with rpcbind, and the client's lookup. */
 void rpcrdma__rpcb_listener_add(const void *key, uint16_t port, const void *addr, size_t len,
 				int dual);

@@ -94,6 +94,7 @@ struct sconn {
 struct srv {
 	SVCXPRT xprt;
 	SVCXPRT_EXT ext;
+	struct rpcrdma__svc_src src;     /* what rpcrdma_svc_run()'s workers take from */
 	struct rpcrdma__bufcache cache;  /* reply buffers kept for reuse; under lock */
 	struct rpcrdma__objpool readies; /* struct ready and struct reply_ctx kept for the */
 	struct rpcrdma__objpool replies; /* next requests (no malloc per call); under lock */
@@ -124,20 +125,11 @@ struct srv {
 	struct sconn *conns;
 	struct sconn *pending;           /* accepted, their clients' confirmation awaited */
 	uint32_t npending;
-	struct srv *next;
 };
-
-/* Every listener of the process, for rpcrdma_svc_run()'s workers. */
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
-static struct srv *g_srvs;
-static int g_exit;
 
 static void wake_workers(void)
 {
-	pthread_mutex_lock(&g_lock);
-	pthread_cond_broadcast(&g_cv);
-	pthread_mutex_unlock(&g_lock);
+	rpcrdma__svc_wake_workers();
 }
 
 /* An eventfd's counter only says "look": a write that finds it full (EAGAIN) or a read
@@ -1637,17 +1629,12 @@ static bool_t lst_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 	return FALSE;
 }
 
+static SVCXPRT *claim(struct rpcrdma__svc_src *src);
+static void release(struct rpcrdma__svc_src *src, SVCXPRT *x);
+
 static void srv_unlink(struct srv *s)
 {
-	struct srv **pp;
-
-	pthread_mutex_lock(&g_lock);
-	for (pp = &g_srvs; *pp; pp = &(*pp)->next)
-		if (*pp == s) {
-			*pp = s->next;
-			break;
-		}
-	pthread_mutex_unlock(&g_lock);
+	rpcrdma__svc_src_remove(&s->src);
 }
 
 static void lst_destroy(SVCXPRT *xprt)
@@ -1864,10 +1851,9 @@ SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts)
 	rpcrdma_log(RPCRDMA_LOG_INFO, "listening on %s port %u over %s (netid %s)",
 		    s->opts.host ? s->opts.host : "every address", s->xprt.xp_port, s->opts.provider,
 		    s->xprt.xp_netid);
-	pthread_mutex_lock(&g_lock);
-	s->next = g_srvs;
-	g_srvs = s;
-	pthread_mutex_unlock(&g_lock);
+	s->src.claim = claim;
+	s->src.release = release;
+	rpcrdma__svc_src_add(&s->src);
 	return &s->xprt;
 out_fd:
 	rpcrdma__drc_free(s->drc);
@@ -2018,83 +2004,35 @@ static struct sconn *free_lane(struct srv *s, struct sconn *c)
 
 /* Something to dispatch that no worker holds, marked busy: a connection with requests
  * ready (or dead, to be destroyed once no lane of it is busy), or a lane of a connection
- * whose requests are already being dispatched. */
-static struct sconn *claim(void)
+ * whose requests are already being dispatched (svc_work.c). */
+static SVCXPRT *claim(struct rpcrdma__svc_src *src)
 {
+	struct srv *s = (struct srv *)((char *)src - offsetof(struct srv, src));
 	struct sconn *found = NULL, *c;
-	struct srv *s;
 
-	for (s = g_srvs; s && !found; s = s->next) {
-		pthread_mutex_lock(&s->lock);
-		for (c = s->conns; c && !found; c = c->next) {
-			if (c->destroyed)
-				continue;
-			if (!c->busy && (c->head || (c->dead && !lanes_busy(c))))
-				found = c;
-			else if (c->busy && c->head && !c->dead && !needs_prim(c->head->er))
-				found = free_lane(s, c);
-			if (found)
-				found->busy = 1;
-		}
-		pthread_mutex_unlock(&s->lock);
-	}
-	return found;
-}
-
-static void *worker(void *arg)
-{
-	struct timespec ts;
-	struct sconn *c;
-
-	(void)arg;
-	pthread_mutex_lock(&g_lock);
-	while (!g_exit) {
-		c = claim();
-		if (!c) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 10 * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&g_cv, &g_lock, &ts);
+	pthread_mutex_lock(&s->lock);
+	for (c = s->conns; c && !found; c = c->next) {
+		if (c->destroyed)
 			continue;
-		}
-		pthread_mutex_unlock(&g_lock);
-		svc_getreq_common(c->xprt.xp_fd);
-		pthread_mutex_lock(&c->srv->lock);
-		c->busy = 0;
-		pthread_mutex_unlock(&c->srv->lock);
-		pthread_mutex_lock(&g_lock);
+		if (!c->busy && (c->head || (c->dead && !lanes_busy(c))))
+			found = c;
+		else if (c->busy && c->head && !c->dead && !needs_prim(c->head->er))
+			found = free_lane(s, c);
+		if (found)
+			found->busy = 1;
 	}
-	pthread_mutex_unlock(&g_lock);
-	return NULL;
+	pthread_mutex_unlock(&s->lock);
+	return found ? &found->xprt : NULL;
 }
 
-int rpcrdma_svc_run(int nthreads)
+static void release(struct rpcrdma__svc_src *src, SVCXPRT *x)
 {
-	pthread_t th[64];
-	int i, n = nthreads > 64 ? 64 : nthreads;
+	struct sconn *c = conn_of(x);
 
-	pthread_mutex_lock(&g_lock);
-	g_exit = 0;
-	pthread_mutex_unlock(&g_lock);
-	for (i = 1; i < n; i++)
-		if (pthread_create(&th[i], NULL, worker, NULL))
-			break;
-	n = i;
-	worker(NULL);
-	for (i = 1; i < n; i++)
-		pthread_join(th[i], NULL);
-	return 0;
-}
-
-void rpcrdma_svc_exit(void)
-{
-	pthread_mutex_lock(&g_lock);
-	g_exit = 1;
-	pthread_cond_broadcast(&g_cv);
-	pthread_mutex_unlock(&g_lock);
+	(void)src;
+	pthread_mutex_lock(&c->srv->lock);
+	c->busy = 0;
+	pthread_mutex_unlock(&c->srv->lock);
 }
 
 /* ---- the backchannel (RFC 8167): calls to a connection's client ---- */
