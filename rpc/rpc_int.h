@@ -123,6 +123,11 @@ void rpcrdma__svc_src_remove(struct rpcrdma__svc_src *src);
 /* A source has work: sleeping workers look again. */
 void rpcrdma__svc_wake_workers(void);
 
+/* svc_tcp.c, for the listener functions of svc_rdma.c: a TCP listener's cache, a TCP
+ * dispatch's XID (-RPCRDMA_ERR_INVAL, 0: not one). */
+int rpcrdma__tcp_drc_stats(SVCXPRT *listener, struct rpcrdma_svc_drc_stats *out);
+uint32_t rpcrdma__tcp_getxid(SVCXPRT *xprt);
+
 /* rpcb_rdma.c: registration of RDMA listeners with rpcbind, and the client's lookup. */
 void rpcrdma__rpcb_listener_add(const void *key, uint16_t port, const void *addr, size_t len,
 				int dual);

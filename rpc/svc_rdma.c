@@ -1900,7 +1900,9 @@ int rpcrdma_svc_drc_stats(SVCXPRT *listener, struct rpcrdma_svc_drc_stats *out)
 {
 	struct srv *s;
 
-	if (!listener || listener->xp_ops != &lst_ops || !out)
+	if (listener && listener->xp_ops != &lst_ops)
+		return rpcrdma__tcp_drc_stats(listener, out);
+	if (!listener || !out)
 		return -RPCRDMA_ERR_INVAL;
 	s = (struct srv *)listener->xp_p1;
 	if (!s->drc)
@@ -1949,7 +1951,9 @@ uint32_t rpcrdma_svc_getxid(SVCXPRT *xprt)
 	struct sconn *c;
 	uint32_t xid = 0;
 
-	if (!xprt || xprt->xp_ops != &conn_ops)
+	if (xprt && xprt->xp_ops != &conn_ops)
+		return rpcrdma__tcp_getxid(xprt);
+	if (!xprt)
 		return 0;
 	c = conn_of(xprt);
 	pthread_mutex_lock(&c->srv->lock);
