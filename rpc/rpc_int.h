@@ -123,7 +123,7 @@ void rpcrdma__svc_src_remove(struct rpcrdma__svc_src *src);
 /* A source has work: sleeping workers look again. */
 void rpcrdma__svc_wake_workers(void);
 
-/* svc_tcp.c, for the listener functions of svc_rdma.c: a TCP listener's cache, a TCP
+/* svc_tcp.c, for the listener functions of svc_listen.c: a TCP listener's cache, a TCP
  * dispatch's XID (-RPCRDMA_ERR_INVAL, 0: not one). */
 int rpcrdma__tcp_drc_stats(SVCXPRT *listener, struct rpcrdma_svc_drc_stats *out);
 uint32_t rpcrdma__tcp_getxid(SVCXPRT *xprt);
@@ -183,7 +183,7 @@ int rpcrdma__cb_enqueue(struct rpcrdma__cbsvc *cb, uint32_t xid, uint64_t gen,
 int rpcrdma__cb_pending(struct rpcrdma__cbsvc *cb);
 int rpcrdma__cb_run(struct rpcrdma__cbsvc *cb);
 
-/* svc_rdma.c, for svc_bc.c: a backward call on a connection, waited for. */
+/* svc_conn.c, for svc_bc.c: a backward call on a connection, waited for. */
 struct rpcrdma__bcw {
 	pthread_cond_t cv;
 	int done, status;

@@ -1241,7 +1241,7 @@ out_free:
 	return NULL;
 }
 
-/* ---- for svc_rdma.c's rpcrdma_svc_drc_stats() and rpcrdma_svc_getxid() ---- */
+/* ---- for svc_listen.c's rpcrdma_svc_drc_stats() and rpcrdma_svc_getxid() ---- */
 
 int rpcrdma__tcp_drc_stats(SVCXPRT *listener, struct rpcrdma_svc_drc_stats *out)
 {

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "rpc_int.h"
+#include "svc_int.h"
 
 #define WORKERS_MAX 64
 #define WORKER_NAP_MS 10   /* a worker with nothing to do looks again this often */
@@ -133,4 +134,76 @@ void rpcrdma_svc_exit(void)
 	g_exit = 1;
 	pthread_cond_broadcast(&g_cv);
 	pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- lanes: the RDMA listeners' connections as a source of the workers ---- */
+/* ---- rpcrdma_svc_run ---- */
+
+/* A lane of c that no worker holds, made if c has fewer than conn_parallel - 1; NULL if
+ * none. Under the srv lock. */
+static struct sconn *free_lane(struct srv *s, struct sconn *c)
+{
+	struct sconn *l, **grown;
+	uint32_t i;
+
+	for (i = 0; i < c->nlanes; i++)
+		if (!c->lanes[i]->busy)
+			return c->lanes[i];
+	if (c->nlanes + 1 >= s->opts.conn_parallel)
+		return NULL;
+	grown = realloc(c->lanes, sizeof(*grown) * (c->nlanes + 1));
+	if (!grown)
+		return NULL;
+	c->lanes = grown;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->xprt = c->xprt;   /* its operations, port and addresses, set when accepted */
+	l->srv = s;
+	l->ep = c->ep;
+	l->eng = c->eng;
+	l->prim = c;
+	l->xprt.xp_p1 = l;
+	l->xprt.xp_p3 = &l->ext;
+	l->xprt.xp_fd = rpcrdma__svc_conn_fd(s);
+	if (l->xprt.xp_fd < 0) {
+		free(l);
+		return NULL;
+	}
+	xprt_register(&l->xprt);
+	c->lanes[c->nlanes++] = l;
+	return l;
+}
+
+/* Something to dispatch that no worker holds, marked busy: a connection with requests
+ * ready (or dead, to be destroyed once no lane of it is busy), or a lane of a connection
+ * whose requests are already being dispatched (svc_work.c). */
+SVCXPRT *rpcrdma__svc_claim(struct rpcrdma__svc_src *src)
+{
+	struct srv *s = (struct srv *)((char *)src - offsetof(struct srv, src));
+	struct sconn *found = NULL, *c;
+
+	pthread_mutex_lock(&s->lock);
+	for (c = s->conns; c && !found; c = c->next) {
+		if (c->destroyed)
+			continue;
+		if (!c->busy && (c->head || (c->dead && !rpcrdma__svc_lanes_busy(c))))
+			found = c;
+		else if (c->busy && c->head && !c->dead && !rpcrdma__svc_needs_prim(c->head->er))
+			found = free_lane(s, c);
+		if (found)
+			found->busy = 1;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return found ? &found->xprt : NULL;
+}
+
+void rpcrdma__svc_release(struct rpcrdma__svc_src *src, SVCXPRT *x)
+{
+	struct sconn *c = rpcrdma__svc_conn_of(x);
+
+	(void)src;
+	pthread_mutex_lock(&c->srv->lock);
+	c->busy = 0;
+	pthread_mutex_unlock(&c->srv->lock);
 }
