@@ -842,6 +842,32 @@ static void slot_done(struct tslot *t)
 	}
 }
 
+static bool_t encode_reply(SVCXPRT *x, struct tout *t, uint32_t cap, struct rpc_msg *msg,
+			   xdrproc_t xres, void *where);
+
+/* A call under RPCSEC_GSS is refused (AUTH_REJECTEDCRED, as libtirpc answers a flavour
+ * it does not serve): libtirpc would keep its context on the slot, which the next
+ * connection's call would find. Listener lock held. */
+static void deny_gss(struct tslot *t, const struct rpc_msg *call)
+{
+	struct rpc_msg rep;
+	struct tout *o = tout_new(REPLY_SLACK);
+
+	if (!o)
+		return;
+	memset(&rep, 0, sizeof(rep));
+	rep.rm_xid = call->rm_xid;
+	rep.rm_direction = REPLY;
+	rep.rm_reply.rp_stat = MSG_DENIED;
+	rep.rjcted_rply.rj_stat = AUTH_ERROR;
+	rep.rjcted_rply.rj_why = AUTH_REJECTEDCRED;
+	if (!encode_reply(&t->xprt, o, REPLY_SLACK, &rep, NULL, NULL)) {
+		free(o);
+		return;
+	}
+	conn_send(t->c, o);
+}
+
 /* Decode the next call's header (calls answered from the cache never reach the
  * program). */
 static bool_t slot_recv(SVCXPRT *x, struct rpc_msg *msg)
@@ -861,8 +887,17 @@ static bool_t slot_recv(SVCXPRT *x, struct rpc_msg *msg)
 		t->next_call = NULL;
 		t->cur = r;
 		xdrmem_create(&t->dec, (char *)r->buf, r->len, XDR_DECODE);
-		if (!xdr_callmsg(&t->dec, msg) || !drc_admit(t, msg, r)) {
+		if (!xdr_callmsg(&t->dec, msg)) {
 			slot_done(t);   /* no header to answer: dropped, as libtirpc does */
+			continue;
+		}
+		if (msg->rm_call.cb_cred.oa_flavor == RPCSEC_GSS) {
+			deny_gss(t, msg);
+			slot_done(t);
+			continue;
+		}
+		if (!drc_admit(t, msg, r)) {
+			slot_done(t);
 			continue;
 		}
 		t->xid = msg->rm_xid;

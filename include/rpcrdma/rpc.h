@@ -219,7 +219,7 @@ RPCRDMA_API SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts);
  * with a slow reader dropped (tcp_stall_ms), idle connections closed (tcp_idle_ms): no
  * client delays another. opts.host (NULL: every address, IPv6 and IPv4), opts.port (0 or
  * RPCRDMA_PORT_ANY: any; svc_rdma_port() says which); other fields are RDMA's and unused.
- * Never dispatched by svc_run(). RPCSEC_GSS is not served (docs/RPC.md). NULL on failure
+ * Never dispatched by svc_run(). RPCSEC_GSS is refused (docs/RPC.md). NULL on failure
  * (rpcrdma_create_errtext()). */
 RPCRDMA_API SVCXPRT *svc_rdma_tcp_create(const struct rpcrdma_svc_opts *opts);
 /* Each open connection of the listener: its peer's address (NULL where the provider has

@@ -567,6 +567,48 @@ static void test_one_lane(void)
 	server_stop(&sv);
 }
 
+/* RPCSEC_GSS is refused (AUTH_ERROR, AUTH_REJECTEDCRED), never dispatched: libtirpc would
+ * keep the context on a dispatch slot that other connections use next. */
+static void test_gss_refused(void)
+{
+	struct rpcrdma_svc_opts o = { 0 };
+	struct server sv;
+	uint8_t b[64], h[4], r[64];
+	uint32_t len;
+	int fd;
+
+	CHECK_OK(server_start(&sv, &o, 1));
+	__atomic_store_n(&g_count, 0, __ATOMIC_SEQ_CST);
+	fd = cl_connect(sv.port);
+	CHECK(fd >= 0);
+	put32(b, 0x80000000u | 52);
+	put32(b + 4, 0x8001);
+	put32(b + 8, 0);
+	put32(b + 12, 2);
+	put32(b + 16, PROG);
+	put32(b + 20, VERS);
+	put32(b + 24, P_COUNT);
+	put32(b + 28, 6);          /* RPCSEC_GSS, an 8-byte body */
+	put32(b + 32, 8);
+	memset(b + 36, 0, 8);
+	memset(b + 44, 0, 8);      /* verifier: AUTH_NONE */
+	put32(b + 52, 0);
+	CHECK(fd >= 0 && send(fd, b, 56, MSG_NOSIGNAL) == 56);
+	CHECK(fd >= 0 && read_all(fd, h, 4) == 0);
+	len = get32(h) & 0x7fffffffu;
+	CHECK(len == 20 && read_all(fd, r, len) == 0);
+	if (len == 20) {
+		CHECK_EQ_U(get32(r), 0x8001);
+		CHECK_EQ_U(get32(r + 8), 1);    /* MSG_DENIED */
+		CHECK_EQ_U(get32(r + 12), 1);   /* AUTH_ERROR */
+		CHECK_EQ_U(get32(r + 16), 2);   /* AUTH_REJECTEDCRED */
+	}
+	CHECK_EQ_U(__atomic_load_n(&g_count, __ATOMIC_SEQ_CST), 0);
+	if (fd >= 0)
+		close(fd);
+	server_stop(&sv);
+}
+
 int main(int argc, char **argv)
 {
 	HARNESS_BEGIN(argc, argv);
@@ -577,5 +619,6 @@ int main(int argc, char **argv)
 	RUN(test_record_too_long);
 	RUN(test_lanes);
 	RUN(test_one_lane);
+	RUN(test_gss_refused);
 	HARNESS_END();
 }
