@@ -109,6 +109,25 @@ void rpcrdma__drc_forget(struct rpcrdma__drc *d, struct rpcrdma__drc_ent *e);
 const struct rpcrdma_reply_args *rpcrdma__drc_reply(const struct rpcrdma__drc_ent *e);
 void rpcrdma__drc_stats(const struct rpcrdma__drc *d, struct rpcrdma_svc_drc_stats *out);
 
+/* svc_work.c: what rpcrdma_svc_run()'s workers serve. claim: an SVCXPRT with a request
+ * ready, held for the calling worker until release (NULL: none); called with the workers'
+ * lock held, so it must not block. */
+struct rpcrdma__svc_src {
+	struct rpcrdma__svc_src *next;
+	SVCXPRT *(*claim)(struct rpcrdma__svc_src *src);
+	void (*release)(struct rpcrdma__svc_src *src, SVCXPRT *x);
+};
+void rpcrdma__svc_src_add(struct rpcrdma__svc_src *src);
+/* Once it returns, no worker claims from src any more (one may still hold an SVCXPRT). */
+void rpcrdma__svc_src_remove(struct rpcrdma__svc_src *src);
+/* A source has work: sleeping workers look again. */
+void rpcrdma__svc_wake_workers(void);
+
+/* svc_tcp.c, for the listener functions of svc_listen.c: a TCP listener's cache, a TCP
+ * dispatch's XID (-RPCRDMA_ERR_INVAL, 0: not one). */
+int rpcrdma__tcp_drc_stats(SVCXPRT *listener, struct rpcrdma_svc_drc_stats *out);
+uint32_t rpcrdma__tcp_getxid(SVCXPRT *xprt);
+
 /* rpcb_rdma.c: registration of RDMA listeners with rpcbind, and the client's lookup. */
 void rpcrdma__rpcb_listener_add(const void *key, uint16_t port, const void *addr, size_t len,
 				int dual);
@@ -164,7 +183,7 @@ int rpcrdma__cb_enqueue(struct rpcrdma__cbsvc *cb, uint32_t xid, uint64_t gen,
 int rpcrdma__cb_pending(struct rpcrdma__cbsvc *cb);
 int rpcrdma__cb_run(struct rpcrdma__cbsvc *cb);
 
-/* svc_rdma.c, for svc_bc.c: a backward call on a connection, waited for. */
+/* svc_conn.c, for svc_bc.c: a backward call on a connection, waited for. */
 struct rpcrdma__bcw {
 	pthread_cond_t cv;
 	int done, status;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "rpc_int.h"
+#include "svc_int.h"
 
 #define DRC_TTL_MS 120000u   /* knfsd's RC_EXPIRE */
 #define DRC_SUM_BYTES 256u   /* knfsd's RC_CSUMLEN */
@@ -519,4 +520,123 @@ const struct rpcrdma_reply_args *rpcrdma__drc_reply(const struct rpcrdma__drc_en
 void rpcrdma__drc_stats(const struct rpcrdma__drc *d, struct rpcrdma_svc_drc_stats *out)
 {
 	*out = d->st;
+}
+
+/* ---- the RDMA server's use of the cache (svc_conn.c, docs/RPC.md) ---- */
+
+/* A copy of the reply a goes to er, a call sent again. */
+static void replay(struct sconn *c, struct rpcrdma_eng_req *er, const struct rpcrdma_reply_args *a)
+{
+	struct reply_ctx *x = rpcrdma__svc_own_reply(c->srv, a, 0, NULL, 0);
+
+	if (!x) {
+		rpcrdma_eng_req_drop(c->eng, er);
+		return;
+	}
+	rpcrdma__svc_give_reply(c, er, x);
+}
+
+/* Calls the cache leaves alone: NULL (no effect, no result: knfsd's RC_NOCACHE), and
+ * RPCSEC_GSS, whose reply's verifier seals the sequence number of the first sending,
+ * which the client no longer accepts for a call sent again with a new one (RFC 2203
+ * §5.3.3.1). */
+static bool drc_applies(const struct rpc_msg *msg)
+{
+	return msg->rm_call.cb_proc != 0 && msg->rm_call.cb_cred.oa_flavor != RPCSEC_GSS;
+}
+
+/* The call waits for the reply of its original, which is running. */
+static void park(struct sconn *c, struct rpcrdma_eng_req *er, struct rpcrdma__drc_ent *e)
+{
+	struct parked *q = malloc(sizeof(*q));
+
+	if (!q) {
+		rpcrdma_eng_req_drop(c->eng, er);
+		return;
+	}
+	q->c = c;
+	q->er = er;
+	q->ent = e;
+	q->next = c->srv->parked;
+	c->srv->parked = q;
+}
+
+static void drc_log(struct sconn *c, const char *what, uint32_t xid)
+{
+	char why[64];
+
+	if (rpcrdma_log_level() < RPCRDMA_LOG_INFO)
+		return;
+	snprintf(why, sizeof(why), "XID 0x%08x", xid);
+	rpcrdma__svc_conn_log(c, RPCRDMA_LOG_INFO, what, why);
+}
+
+/* 1 when the call is to be dispatched; 0 when it was sent again and its original's reply
+ * answers it, now (kept) or once sent (running). c may be a lane. */
+int rpcrdma__svc_drc_admit(struct sconn *c, struct rpcrdma_eng_req *er, const struct rpc_msg *msg,
+		     const uint8_t *call, uint32_t len)
+{
+	struct srv *s = c->srv;
+	struct sconn *p = rpcrdma__svc_prim(c);
+	struct rpcrdma__drc_key k;
+	struct rpcrdma__drc_ent *e;
+	uint32_t at = rpcrdma__xdr_pos(&c->dec);
+	int found;
+
+	if (!s->drc || !drc_applies(msg) || at > len)
+		return 1;
+	rpcrdma__drc_key(&k, &p->peer, p->xprt.xp_rtaddr.len, msg, call + at, len - at, len);
+	found = rpcrdma__drc_lookup(s->drc, &k, rpcrdma__rpc_now(), &e);
+	if (found == RPCRDMA__DRC_NEW) {
+		c->drc = e;
+		return 1;
+	}
+	if (found == RPCRDMA__DRC_KEPT) {
+		drc_log(p, "answered from the duplicate request cache a call sent again by", k.xid);
+		replay(p, er, rpcrdma__drc_reply(e));
+	} else {
+		drc_log(p, "holds until its original is answered a call sent again by", k.xid);
+		park(p, er, e);
+	}
+	return 0;
+}
+
+/* The next waiting call for entry e (NULL: any) of connection c (NULL: any), taken off
+ * the list; NULL when there is none. */
+struct parked *rpcrdma__svc_unpark(struct srv *s, const struct rpcrdma__drc_ent *e,
+			     const struct sconn *c)
+{
+	struct parked **pp, *q;
+
+	for (pp = &s->parked; (q = *pp) != NULL; pp = &q->next)
+		if ((!e || q->ent == e) && (!c || q->c == c)) {
+			*pp = q->next;
+			return q;
+		}
+	return NULL;
+}
+
+/* The call being dispatched on c was answered with a (NULL: not answered). Calls sent
+ * again that wait for it get a copy of the reply, or, when there is none, are dispatched
+ * themselves; the cache keeps the reply if it is short enough. */
+void rpcrdma__svc_drc_finish(struct sconn *c, const struct rpcrdma_reply_args *a)
+{
+	struct srv *s = c->srv;
+	struct rpcrdma__drc_ent *e = c->drc;
+	struct parked *q;
+
+	if (!e)
+		return;
+	c->drc = NULL;
+	while ((q = rpcrdma__svc_unpark(s, e, NULL)) != NULL) {
+		if (a)
+			replay(q->c, q->er, a);
+		else
+			rpcrdma__svc_enqueue(q->c, q->er, true);
+		free(q);
+	}
+	if (a)
+		rpcrdma__drc_keep(s->drc, e, a, rpcrdma__rpc_now());
+	else
+		rpcrdma__drc_forget(s->drc, e);
 }

@@ -13,7 +13,7 @@
 #          open, and (shm) no shared-memory region of theirs is left in /dev/shm.
 #  E (tcp, shm, verbs) a burst of 150 clients that connect, call once and close: the
 #          server's descriptors come back to within 10% of what they were (eventfds of
-#          ended connections are pooled only up to one, svc_rdma.c spares_trim).
+#          ended connections are pooled only up to one, svc_conn.c spares_trim).
 #  D (shm) the server stopped (SIGSTOP) while three clients give up connecting to it and
 #          exit: their requests wait in its queue, naming regions whose owners are gone;
 #          resumed, the server takes them and serves the next client (fabric_rdm.c,
@@ -164,10 +164,10 @@ if [ "$n" != 0 ]; then
 fi
 [ "$sk1" -le "$sk0" ] || fail "sockets grew from $sk0 to $sk1"
 # eventfds of ended connections are closed once svc_run() can no longer poll them
-# (svc_rdma.c spares_trim): the count comes back
+# (svc_conn.c spares_trim): the count comes back
 [ "$fd1" -le $((fd0 + 10)) ] || fail "descriptors grew from $fd0 to $fd1"
 # with no connection left the server keeps no bulk memory (reply buffers kept for reuse
-# are freed, the heaps trimmed: svc_rdma.c reap): a few MiB of slack for the allocator's
+# are freed, the heaps trimmed: svc_listen.c reap): a few MiB of slack for the allocator's
 # own bookkeeping; one connection's buffers left behind would be megabytes each, tens of
 # MiB for 50. Under AddressSanitizer resident memory grew by 5-18 MiB here with nothing
 # leaked (three runs each of f632375 and of 77e5819; the optimised build: 0.1-0.2 MiB),

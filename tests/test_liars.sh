@@ -141,7 +141,7 @@ served || fail "last client"
 sleep 2   # the last connections' teardown
 fds1=$(nfds)
 echo "server descriptors: $fds0 before the liars, $fds1 after"
-# a closed connection's eventfd may be kept for the next one (svc_rdma.c, spares)
+# a closed connection's eventfd may be kept for the next one (svc_conn.c, spares)
 [ "$fds1" -le $((fds0 + 2)) ] || fail "the server kept descriptors: $fds0 -> $fds1"
 if [ -n "${qp0:-}" ]; then
 	qp1=$(res_count qp)

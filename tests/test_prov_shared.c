@@ -526,7 +526,7 @@ static int arm_all(struct rpcrdma_listener *l, struct rpcrdma_ep **ep, int n)
 	return 1;
 }
 
-/* A server's descriptors in one epoll set, as svc_rdma.c keeps them, for MANY
+/* A server's descriptors in one epoll set, as svc_listen.c keeps them, for MANY
  * connections: each can be added (with libfabric 2.x's tcp and an event queue per
  * connection, from about the 50th on Linux refused it with EINVAL, and the server could
  * not sleep on those connections), and a message on the last one wakes the set. */

@@ -150,40 +150,26 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* A TCP listener for libtirpc on the given address (every one if empty). */
-static SVCXPRT *tcp_listener(const char *host, uint32_t port, uint16_t *bound)
+/* A TCP listener on the given address (every one if empty; port 0: any) served by the
+ * library's runtime, as RDMA is: rpcrdma_svc_run()'s workers, lanes (calls of one
+ * connection at once), the duplicate request cache across reconnections, and no client
+ * (silent, slow to read its replies) holding a worker or another client. */
+static SVCXPRT *tcp_listener(const char *host, uint32_t port, uint32_t lanes, uint16_t *bound)
 {
-	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *ai;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char ps[8];
-	int fd, one = 1;
+	struct rpcrdma_svc_opts so;
 	SVCXPRT *x;
 
-	snprintf(ps, sizeof(ps), "%u", port);
-	hints.ai_family = *host ? AF_UNSPEC : AF_INET6;
-	if (getaddrinfo(*host ? host : NULL, ps, &hints, &ai)) {
-		hints.ai_family = AF_INET;   /* a host without IPv6 */
-		if (*host || getaddrinfo(NULL, ps, &hints, &ai))
-			return NULL;
-	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+	memset(&so, 0, sizeof(so));
+	so.host = *host ? host : NULL;
+	so.port = port ? port : RPCRDMA_PORT_ANY;
+	so.conn_parallel = lanes;
+	x = svc_rdma_tcp_create(&so);
+	if (!x) {
 		fprintf(stderr, "nfs3d: TCP port %u on %s: %s\n", port, *host ? host : "every address",
-			strerror(errno));
-		freeaddrinfo(ai);
-		if (fd >= 0)
-			close(fd);
+			rpcrdma_create_errtext());
 		return NULL;
 	}
-	freeaddrinfo(ai);
-	*bound = ntohs(((struct sockaddr_in *)&ss)->sin_port);   /* same place in sin6 */
-	x = svc_vc_create(fd, 0, 0);
-	if (!x)
-		close(fd);
+	*bound = svc_rdma_port(x);
 	return x;
 }
 
@@ -244,13 +230,6 @@ static void *signals(void *arg)
 	return NULL;
 }
 
-static void *tcp_loop(void *arg)
-{
-	(void)arg;
-	svc_run();
-	return NULL;
-}
-
 static SVCXPRT *rdma_listener(const struct opts *o)
 {
 	struct rpcrdma_svc_opts so;
@@ -261,7 +240,7 @@ static SVCXPRT *rdma_listener(const struct opts *o)
 	so.host = *o->host ? o->host : NULL;
 	so.port = o->port ? o->port : RPCRDMA_PORT_ANY;
 	so.max_credits = 128;      /* what Linux's client asks for */
-	so.workers_only = 1;       /* svc_run() serves the TCP transports on its own thread */
+	so.workers_only = 1;       /* only rpcrdma_svc_run()'s workers serve it */
 	so.conn_parallel = (uint32_t)o->threads;   /* Linux's client: one connection a mount */
 	so.lend_args = 1;          /* a WRITE's data is written from where its chunk landed */
 	x = svc_rdma_create(&so);
@@ -304,8 +283,8 @@ int main(int argc, char **argv)
 	}
 	rpcrdma_ulb_register(rpcrdma_ulb_nfs3());
 	rdma = rdma_listener(&o);
-	tcp = rdma ? tcp_listener(o.host, o.tcp_port, &g_tcp_port) : NULL;
-	mnt = tcp ? tcp_listener(o.host, o.mount_port, &g_mount_port) : NULL;
+	tcp = rdma ? tcp_listener(o.host, o.tcp_port, (uint32_t)o.threads, &g_tcp_port) : NULL;
+	mnt = tcp ? tcp_listener(o.host, o.mount_port, 1, &g_mount_port) : NULL;
 	if (!mnt)
 		return 1;
 	/* what a killed nfs3d left in rpcbind goes first */
@@ -319,7 +298,7 @@ int main(int argc, char **argv)
 	}
 	tcp_register(NFS_PROGRAM, NFS_V3, tcp);
 	tcp_register(MOUNT_PROGRAM, MOUNT_V3, mnt);
-	if (pthread_create(&th, NULL, signals, &set) || pthread_create(&th, NULL, tcp_loop, NULL)) {
+	if (pthread_create(&th, NULL, signals, &set)) {
 		fprintf(stderr, "nfs3d: cannot start threads\n");
 		return 1;
 	}
@@ -327,6 +306,6 @@ int main(int argc, char **argv)
 	       g_tcp_port, g_mount_port,
 	       o.provider ? o.provider : getenv("RPCRDMA_PROVIDER") ? getenv("RPCRDMA_PROVIDER") : "tcp");
 	fflush(stdout);
-	rpcrdma_svc_run(o.threads);
+	rpcrdma_svc_run(o.threads);   /* RDMA, NFS over TCP and MOUNT alike */
 	return 0;
 }

@@ -188,8 +188,20 @@ struct rpcrdma_svc_opts {
 				      before it sleeps, holding a core (docs/RPC.md, "Busy
 				      polling"); 0: $RPCRDMA_BUSY_POLL_US, else 100 us; at
 				      most 1 s */
+	/* svc_rdma_tcp_create() only (docs/RPC.md, "ONC RPC over TCP"): */
+	uint32_t tcp_max_record;   /* longest call (record, all fragments) taken; a client
+				      that announces more is disconnected. 0: 4 MiB +
+				      64 KiB (a 4 MiB payload and its header) */
+	uint32_t tcp_reply_queue;  /* bytes of replies queued for one connection beyond which
+				      no more of its calls are read or dispatched until it
+				      reads them. 0: 4 MiB */
+	int32_t tcp_idle_ms;       /* a connection with nothing received this long, and no
+				      call or reply of its pending, is closed (a partial
+				      record mark counts as nothing). 0: 6 minutes; -1 never */
+	int32_t tcp_stall_ms;      /* a connection whose queued replies did not move this long
+				      (its client reads none) is dropped. 0: 15 s; -1 never */
 	uint32_t reserved32;        /* zero */
-	uint64_t reserved[4];       /* zero: room for fields to come without an ABI break */
+	uint64_t reserved[2];       /* zero: room for fields to come without an ABI break */
 };
 #define RPCRDMA_PORT_ANY 0xffffffffu
 
@@ -197,6 +209,19 @@ struct rpcrdma_svc_opts {
  * connection is an SVCXPRT * whose xp_fd (an eventfd) becomes readable when a request
  * is ready, so svc_run() dispatches it. Or run rpcrdma_svc_run(). NULL on failure. */
 RPCRDMA_API SVCXPRT *svc_rdma_create(const struct rpcrdma_svc_opts *opts);
+/* ONC RPC over TCP (RFC 5531, record marking) served by the library's runtime, as RDMA
+ * is: rpcrdma_svc_run()'s worker threads dispatch its calls to the programs
+ * svc_register()ed (protocol 0; rpcbind registration is the program's), up to
+ * opts.conn_parallel calls of one connection at once, with the listener's duplicate
+ * request cache (opts.drc_entries, drc_reply_max: a call sent again on a new connection
+ * from the same address gets the kept reply). Sockets are read and written without
+ * blocking, calls bounded (tcp_max_record), replies queued per connection (tcp_reply_queue)
+ * with a slow reader dropped (tcp_stall_ms), idle connections closed (tcp_idle_ms): no
+ * client delays another. opts.host (NULL: every address, IPv6 and IPv4), opts.port (0 or
+ * RPCRDMA_PORT_ANY: any; svc_rdma_port() says which); other fields are RDMA's and unused.
+ * Never dispatched by svc_run(). RPCSEC_GSS is refused (docs/RPC.md). NULL on failure
+ * (rpcrdma_create_errtext()). */
+RPCRDMA_API SVCXPRT *svc_rdma_tcp_create(const struct rpcrdma_svc_opts *opts);
 /* Each open connection of the listener: its peer's address (NULL where the provider has
  * none) and its engine's statistics. Returns the number of connections. */
 typedef void (*rpcrdma_svc_stats_fn)(void *ctx, const struct sockaddr *peer,

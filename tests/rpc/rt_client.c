@@ -179,7 +179,9 @@ static uint64_t now_ms(void);
  * libtirpc's server sends a truncated record, which its client cannot decode. */
 static void test_badreply(CLIENT *cl, const char *t)
 {
-	enum clnt_stat want = is_rdma(t) ? RPC_SYSTEMERROR : RPC_CANTDECODERES;
+	/* the library's TCP transport (RT_TCP_LIB: svc_rdma_tcp_create) answers as RDMA */
+	enum clnt_stat want = is_rdma(t) || getenv("RT_TCP_LIB") ? RPC_SYSTEMERROR
+								: RPC_CANTDECODERES;
 	uint64_t conns = 0, conns_after = 0;
 	u_int len = 38;
 	rt_short res = NULL;
@@ -237,7 +239,13 @@ static void test_errors(CLIENT *cl, const char *t, const char *host, unsigned po
 		printf("%s prog: %s\n", mode, clnt_sperrno(RPC_PROGUNAVAIL));
 		clnt_destroy(other);
 	}
-	/* a timeout, and the connection is fine afterwards */
+	/* a timeout, and the connection is fine afterwards. Not against a server with lanes
+	 * over TCP (RT_LANES): after a call timed out, libtirpc's TCP client skips the next
+	 * record whatever it is (xdrrec_skiprecord finds the fragment it had begun to wait
+	 * for); behind a one-at-a-time server that is the late reply, but lanes answer
+	 * RT_NULL first, and the client then waits for it in vain */
+	if (getenv("RT_LANES") && !is_rdma(t))
+		return;
 	clnt_control(cl, CLSET_TIMEOUT, (char *)&short_wait);
 	CHECK(clnt_call(cl, RT_SLEEP, (xdrproc_t)xdr_u_int, (char *)&ms,
 			(xdrproc_t)(void (*)(void))xdr_void, NULL, tv(300)) == RPC_TIMEDOUT);
@@ -1475,8 +1483,12 @@ int main(int argc, char **argv)
 		test_auth_ownership(t, host, port);
 		if (is_rdma(t))
 			test_wrapping_flavour(cl, t);
-		test_zero_timeout(cl);
-		test_zero_timeout_unattended(cl, t, host, port);
+		/* delivered in order: not against a server that runs several calls of a
+		 * connection at once (RT_LANES: conn_parallel) */
+		if (!getenv("RT_LANES")) {
+			test_zero_timeout(cl);
+			test_zero_timeout_unattended(cl, t, host, port);
+		}
 		test_errors(cl, t, host, port);
 		test_threads(cl);
 		if (is_rdma(t)) {

@@ -342,7 +342,15 @@ int main(int argc, char **argv)
 	o.no_ccp = 1;
 	o.port = so.sport ? (uint32_t)so.sport : RPCRDMA_PORT_ANY;
 	rs = svc_rdma_create(&o);
-	tcp = svctcp_create(RPC_ANYSOCK, 0, 0);
+	/* workers: TCP is served by the library's runtime as RDMA is (svc_rdma_tcp_create:
+	 * the same workers, lanes and duplicate request cache); svc_run mode keeps
+	 * libtirpc's own TCP transport, the reference the RDMA outcomes are compared with */
+	if (so.workers) {
+		o.port = 0;
+		tcp = svc_rdma_tcp_create(&o);
+	} else {
+		tcp = svctcp_create(RPC_ANYSOCK, 0, 0);
+	}
 	if (!rt || !rs || !tcp) {
 		fprintf(stderr, "cannot create transports (%p %p %p)\n", (void *)rt, (void *)rs,
 			(void *)tcp);
@@ -359,9 +367,7 @@ int main(int argc, char **argv)
 	printf("listening %u %u %u\n", svc_rdma_port(rt), svc_rdma_port(rs), tcp->xp_port);
 	fflush(stdout);
 	if (so.workers) {
-		/* RDMA requests by 4 workers, TCP by svc_run in another thread is not needed
-		 * here: the TCP checks run against the svc_run server */
-		rpcrdma_svc_run(4);
+		rpcrdma_svc_run(4);   /* RDMA and TCP alike */
 	} else {
 		svc_run();
 	}
