@@ -8,6 +8,7 @@
  * squashed root is an ordinary user to the kernel, and an unsquashed root keeps them. */
 #include "nfs3d.h"
 
+#include <linux/capability.h>
 #include <pthread.h>
 #include <rpc/rpc.h>
 #include <stdio.h>
@@ -84,6 +85,26 @@ static bool same_cred(const struct nfs3d_cred *a, const struct nfs3d_cred *b)
 	       !memcmp(a->groups, b->groups, a->ngroups * sizeof(a->groups[0]));
 }
 
+/* CAP_SYS_RESOURCE (past quotas, into the blocks a file system keeps for root) only for
+ * an unsquashed root, as knfsd drops CAP_NFSD_SET (the file-system capabilities and this
+ * one) for everyone else; the file-system ones go with fsuid by themselves. This thread
+ * only (capset on pid 0). */
+static int resource_cap(bool root)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	uint32_t bit = 1u << (CAP_SYS_RESOURCE % 32);
+	int w = CAP_SYS_RESOURCE / 32;
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -1;
+	if (root)
+		d[w].effective |= d[w].permitted & bit;
+	else
+		d[w].effective &= ~bit;
+	return syscall(SYS_capset, &h, d) < 0 ? -1 : 0;
+}
+
 /* Groups first, then fsgid, fsuid last: until fsuid is the caller's the thread acts as
  * root with no more rights than it had, and a failure stops before it. */
 int nfs3d_cred_enter(const struct nfs3d_cred *c)
@@ -91,7 +112,8 @@ int nfs3d_cred_enter(const struct nfs3d_cred *c)
 	if (cur.valid && same_cred(&cur.c, c))
 		return 0;
 	cur.valid = false;
-	if (set_groups(c) < 0 || set_fsgid(c->gid) < 0 || set_fsuid(c->uid) < 0)
+	if (set_groups(c) < 0 || set_fsgid(c->gid) < 0 || set_fsuid(c->uid) < 0 ||
+	    resource_cap(c->uid == 0) < 0)
 		return -1;
 	cur.c = *c;
 	cur.valid = true;

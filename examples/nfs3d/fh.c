@@ -8,9 +8,9 @@
  * exact length made (no bytes added). open_by_handle_at(2) would open anything on DIR's
  * file system, so the MAC is what keeps a forged handle from naming /etc/shadow.
  * A directory is also checked to lie inside DIR when it is opened (by walking "..", so
- * no path length limits it): one renamed out of DIR goes stale. A non-directory keeps its
- * handle wherever it is renamed on the file system, as with knfsd's default
- * no_subtree_check.
+ * no path length limits it), not each time its cached descriptor is used: one renamed out
+ * of DIR goes stale once it leaves the cache. A non-directory keeps its handle wherever it
+ * is renamed on the file system. knfsd's default, no_subtree_check, checks neither.
  *
  * Opened objects are cached by handle (an O_PATH descriptor, and one for I/O of a regular
  * file): an operation pays neither open_by_handle_at(2) nor the walk again. An entry goes
@@ -211,8 +211,9 @@ static nfsstat3 fh_check(const nfs_fh3 *fh)
 	if (len < FH_HEAD + 4 + FH_MAC || len > NFS3_FHSIZE || get32(d) != FH_MAGIC)
 		return NFS3ERR_BADHANDLE;
 	mac = fh_mac(d, len - FH_MAC);
-	if (get32(d + len - FH_MAC) != (uint32_t)(mac >> 32) ||
-	    get32(d + len - 4) != (uint32_t)mac)
+	/* both halves compared at once: the time taken tells nothing of where they differ */
+	if ((get32(d + len - FH_MAC) ^ (uint32_t)(mac >> 32)) |
+	    (get32(d + len - 4) ^ (uint32_t)mac))
 		return NFS3ERR_STALE;
 	return NFS3_OK;
 }
@@ -520,9 +521,9 @@ static int io_fd_of(const nfs_fh3 *fh, int pfd, bool write)
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
 	if (nfs3d_root_begin() < 0)
 		return -1;
-	fd = open(p, O_RDWR | O_CLOEXEC);
-	if (fd < 0 && !write)
-		fd = open(p, O_RDONLY | O_CLOEXEC);
+	/* read-write only for a write: a descriptor kept open for writing would make the
+	 * server's own exec of the file fail (ETXTBSY) and break its read leases */
+	fd = open(p, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (nfs3d_root_end() < 0) {
 		if (fd >= 0)
 			close(fd);

@@ -218,12 +218,27 @@ static void rpcb_drop(rpcprog_t prog, rpcvers_t vers)
 
 static uint16_t g_tcp_port, g_mount_port;
 
+static SVCXPRT *g_rdma;
+
+/* What the RDMA connections did, on stopping: an operator sees whether its clients'
+ * replies went with Send With Invalidate (RFC 8797 §3.2). */
+static void report_totals(void)
+{
+	struct rpcrdma_eng_stats st;
+
+	if (g_rdma && rpcrdma_svc_totals(g_rdma, &st) == 0)
+		fprintf(stderr, "nfs3d: over RDMA: %llu calls, %llu replies, %llu of them with "
+			"Send With Invalidate\n", (unsigned long long)st.calls,
+			(unsigned long long)st.replies, (unsigned long long)st.remote_inv);
+}
+
 static void *signals(void *arg)
 {
 	sigset_t *set = arg;
 	int sig;
 
 	sigwait(set, &sig);
+	report_totals();
 	rpcb_drop(NFS_PROGRAM, NFS_V3);
 	rpcb_drop(MOUNT_PROGRAM, MOUNT_V3);
 	exit(0);   /* the library takes its own RDMA registrations back at exit too */
@@ -282,7 +297,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rpcrdma_ulb_register(rpcrdma_ulb_nfs3());
-	rdma = rdma_listener(&o);
+	rdma = g_rdma = rdma_listener(&o);
 	tcp = rdma ? tcp_listener(o.host, o.tcp_port, (uint32_t)o.threads, &g_tcp_port) : NULL;
 	mnt = tcp ? tcp_listener(o.host, o.mount_port, 1, &g_mount_port) : NULL;
 	if (!mnt)

@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* MOUNT version 3 (RFC 1813 Appendix I), as rpc.mountd answers it: the client list and
  * "secure" apply (MNT3ERR_ACCES), and a path outside DIR gets MNT3ERR_ACCES whether it
- * exists or not, so MOUNT tells nothing of the server's other files. DIR, or a directory
+ * exists or not, also through a symbolic link inside DIR, so MOUNT tells nothing of the
+ * server's other files. DIR, or a directory
  * below it, may be mounted (as knfsd lets a client mount part of an export). */
 #include "nfs3d.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <rpc/rpc.h>
 
@@ -81,23 +86,39 @@ bool_t mountproc3_null_3_svc(void *a, void *r, struct svc_req *rq)
 	return TRUE;
 }
 
-static mountstat3 mnt_status(const char *asked, char *real, struct stat *sb)
+/* The path's directory, opened beneath DIR by the kernel (openat2's RESOLVE_BENEATH: no
+ * "..", absolute symbolic link or magic link leads out, and nothing outside DIR is looked
+ * at, so no answer tells whether it exists) and kept open: the handle is made from that
+ * descriptor, never from the path again, so a client renaming symbolic links meanwhile
+ * cannot turn it into a handle of something else. */
+static mountstat3 mnt_open(const char *asked, int *fd)
 {
 	char clean[PATH_MAX];
+	const char *rel;
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
+	struct stat sb;
 
+	*fd = -1;
 	if (lexical(asked, clean, sizeof(clean)) < 0 || !under_dir(clean))
 		return MNT3ERR_ACCES;   /* not exported: the same answer if it exists or not */
-	if (!realpath(clean, real) || stat(real, sb) < 0)
-		return MNT3ERR_NOENT;
-	if (!under_dir(real))
-		return MNT3ERR_ACCES;   /* a symbolic link inside DIR that leads out */
-	return S_ISDIR(sb->st_mode) ? MNT3_OK : MNT3ERR_NOTDIR;
+	rel = ex.path_len == 1 ? clean + 1 : clean + ex.path_len;
+	while (*rel == '/')
+		rel++;
+	*fd = (int)syscall(SYS_openat2, ex.root_fd, *rel ? rel : ".", &how, sizeof(how));
+	if (*fd < 0)
+		return errno == ENOENT ? MNT3ERR_NOENT : errno == ENOTDIR ? MNT3ERR_NOTDIR
+									 : MNT3ERR_ACCES;
+	if (fstat(*fd, &sb) == 0 && S_ISDIR(sb.st_mode))
+		return MNT3_OK;
+	close(*fd);
+	*fd = -1;
+	return MNT3ERR_NOTDIR;
 }
 
 bool_t mountproc3_mnt_3_svc(dirpath3 *a, mountres3 *r, struct svc_req *rq)
 {
-	char real[PATH_MAX];
-	struct stat sb;
+	int fd = -1;
 	nfs_fh3 fh = { { 0, NULL } };
 	static int flavors[] = { AUTH_UNIX };
 	mountres3_ok *ok = &r->mountres3_u.mountinfo;
@@ -107,9 +128,11 @@ bool_t mountproc3_mnt_3_svc(dirpath3 *a, mountres3 *r, struct svc_req *rq)
 	if (!mount_opts(rq))
 		r->fhs_status = MNT3ERR_ACCES;
 	else
-		r->fhs_status = mnt_status(*a, real, &sb);
-	if (r->fhs_status == MNT3_OK && nfs3d_fh_of(AT_FDCWD, real, &fh) != NFS3_OK)
+		r->fhs_status = mnt_open(*a, &fd);
+	if (r->fhs_status == MNT3_OK && nfs3d_fh_of(fd, "", &fh) != NFS3_OK)
 		r->fhs_status = MNT3ERR_SERVERFAULT;
+	if (fd >= 0)
+		close(fd);
 	if (r->fhs_status == MNT3_OK) {
 		ok->fhandle.fhandle3_val = fh.data.data_val;
 		ok->fhandle.fhandle3_len = fh.data.data_len;

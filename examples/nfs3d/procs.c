@@ -483,6 +483,18 @@ static bool p_write(WRITE3args *a, WRITE3res *r)
 	return true;
 }
 
+/* The attributes a new object takes after it is made: an owner only from root, as
+ * knfsd's nfsd_create_setattr() drops uid and gid for anyone else (the object is the
+ * caller's already). */
+static sattr3 new_attrs(const sattr3 *s)
+{
+	sattr3 rest = *s;
+
+	if (!nfs3d_cred_is_root())
+		rest.uid.set_it = rest.gid.set_it = FALSE;
+	return rest;
+}
+
 /* EXCLUSIVE creation keeps the client's verifier in the new file's atime and mtime, as
  * knfsd does: a retransmitted CREATE finds its own file and succeeds. */
 static nfsstat3 create_exclusive(int dirfd, const char *name, const char *verf)
@@ -522,8 +534,10 @@ static nfsstat3 create_file(int dirfd, const char *name, const createhow3 *how)
 	 * attributes apply; UNCHECKED then opens the one that was there */
 	fd = openat(dirfd, name, flags | O_EXCL, mode);
 	made = fd >= 0;
+	/* UNCHECKED finds the one there without opening it (a FIFO's open would block, a
+	 * device's act), as knfsd does not open it either */
 	if (fd < 0 && errno == EEXIST && how->mode == UNCHECKED)
-		fd = openat(dirfd, name, flags & ~O_CREAT);
+		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ELOOP ? NFS3ERR_EXIST : nfs3d_errno_status(errno);
 	if (!made && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))) {
@@ -531,7 +545,7 @@ static nfsstat3 create_file(int dirfd, const char *name, const createhow3 *how)
 		return NFS3ERR_EXIST;   /* a directory or a special file of that name */
 	}
 	if (made) {
-		sattr3 rest = *s;
+		sattr3 rest = new_attrs(s);
 
 		rest.mode.set_it = FALSE;   /* given to openat() */
 		st = set_attrs(fd, &rest);
@@ -568,7 +582,7 @@ static bool p_mkdir(MKDIR3args *a, MKDIR3res *r)
 	int dirfd, fd;
 	MKDIR3resok *ok = &r->MKDIR3res_u.resok;
 	const sattr3 *s = &a->attributes;
-	sattr3 rest = *s;
+	sattr3 rest = new_attrs(s);
 
 	r->status = dir_open(&a->where.dir, &dirfd);
 	if (r->status)
@@ -664,7 +678,7 @@ static bool p_mknod(MKNOD3args *a, MKNOD3res *r)
 	else if (!r->status && mknodat(dirfd, a->where.name, mode, dev) < 0)
 		r->status = nfs3d_errno_status(errno);
 	if (!r->status) {
-		rest = *s;
+		rest = new_attrs(s);
 		rest.mode.set_it = FALSE;
 		rest.size.set_it = FALSE;
 		fd = openat(dirfd, a->where.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);

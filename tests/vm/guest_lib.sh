@@ -210,6 +210,7 @@ suite_nfs3d() {
 	echo "a hard mount over RDMA across a SIGKILL and restart of nfs3d: the copy completed, same bytes"
 	kill $N3_PID
 	wait $N3_PID
+	grep 'Send With Invalidate' /tmp/nfs3d.*.log || true
 	check_remote_inv
 }
 
@@ -597,6 +598,7 @@ n3_fio() {
 
 n3_dbench() {
 	local d=$1
+	mkdir -p $d   # dbench works in a directory that exists (its semaphore's key is of it)
 	timeout 300 dbench -t 10 -D $d -c /usr/share/dbench/client.txt 2 >/tmp/dbench.out 2>&1 ||
 		{ tail -n 20 /tmp/dbench.out; return 1; }
 	! grep -qi 'error\|failed' /tmp/dbench.out || { grep -i 'error\|failed' /tmp/dbench.out | head; return 1; }
