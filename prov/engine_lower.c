@@ -2,7 +2,10 @@
 /* The engine's lower face over a provider endpoint (include/rpcrdma/engine.h): the
  * engine's requests go straight to the public provider calls; and a server engine's
  * accept, its receives posted first. */
+#include <stdbool.h>
+
 #include "prov_int.h"
+#include "rpcrdma/codec.h"
 #include "rpcrdma/engine.h"
 
 static int lo_mr_reg(void *ctx, void *addr, size_t len, unsigned acc, struct rpcrdma_mr **out)
@@ -62,6 +65,19 @@ void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
 
 #define ONE_STEP_MS 5000
 
+/* Whether this connection's replies may go with Send With Invalidate (RFC 8797 §3.2):
+ * the client's word and the provider's ability, for an operator to see (level info). */
+static void log_remote_inv(const void *peer, size_t plen, const struct rpcrdma_eng_lower *lo)
+{
+	struct rpcrdma_pdata p;
+	bool asked = peer && plen && rpcrdma_pdata_decode(peer, plen, &p) == 0 &&
+		     (p.flags & RPCRDMA_PDATA_F_REMOTE_INV);
+
+	rpcrdma_log(RPCRDMA_LOG_INFO, "accepted: the client %s Send With Invalidate, the "
+		    "provider %s", asked ? "takes" : "does not take",
+		    lo->post_send_inv ? "can send it" : "cannot");
+}
+
 int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int timeout_ms,
 		       uint64_t now_ms, struct rpcrdma_ep **out)
 {
@@ -93,6 +109,7 @@ int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int t
 		rc = rpcrdma_accept(req, pd, (size_t)n, timeout_ms ? timeout_ms : ONE_STEP_MS, &ep);
 	if (!rc) {
 		rpcrdma_eng_lower_ep(&lo, ep->prov, ep);
+		log_remote_inv(peer, plen, &lo);
 		rc = rpcrdma_eng_start(e, &lo, now_ms);
 	}
 	pending = !rc && !late;

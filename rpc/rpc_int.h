@@ -246,4 +246,9 @@ static inline int rpcrdma__cqe_is_news(const struct rpcrdma_cqe *c)
 	return c->op != RPCRDMA_OP_SEND || c->status;
 }
 
+/* svc_listen.c: a listener's xp_ops where it has no call (RDMA's and TCP's listeners) */
+enum xprt_stat rpcrdma__svc_lst_stat(SVCXPRT *xprt);
+bool_t rpcrdma__svc_lst_args(SVCXPRT *xprt, xdrproc_t x, void *p);
+bool_t rpcrdma__svc_lst_reply(SVCXPRT *xprt, struct rpc_msg *msg);
+
 #endif

@@ -439,13 +439,14 @@ static bool_t lst_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 	return FALSE;
 }
 
-static enum xprt_stat lst_stat(SVCXPRT *xprt)
+/* A listener's xp_ops where it has no call (RDMA's and TCP's listeners alike). */
+enum xprt_stat rpcrdma__svc_lst_stat(SVCXPRT *xprt)
 {
 	(void)xprt;
 	return XPRT_IDLE;
 }
 
-static bool_t lst_args(SVCXPRT *xprt, xdrproc_t x, void *p)
+bool_t rpcrdma__svc_lst_args(SVCXPRT *xprt, xdrproc_t x, void *p)
 {
 	(void)xprt;
 	(void)x;
@@ -453,7 +454,7 @@ static bool_t lst_args(SVCXPRT *xprt, xdrproc_t x, void *p)
 	return FALSE;
 }
 
-static bool_t lst_reply(SVCXPRT *xprt, struct rpc_msg *msg)
+bool_t rpcrdma__svc_lst_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 {
 	(void)xprt;
 	(void)msg;
@@ -512,10 +513,10 @@ static void lst_destroy(SVCXPRT *xprt)
 
 static const struct xp_ops lst_ops = {
 	.xp_recv = lst_recv,
-	.xp_stat = lst_stat,
-	.xp_getargs = lst_args,
-	.xp_reply = lst_reply,
-	.xp_freeargs = lst_args,
+	.xp_stat = rpcrdma__svc_lst_stat,
+	.xp_getargs = rpcrdma__svc_lst_args,
+	.xp_reply = rpcrdma__svc_lst_reply,
+	.xp_freeargs = rpcrdma__svc_lst_args,
 	.xp_destroy = lst_destroy,
 };
 

@@ -1057,27 +1057,6 @@ static bool_t lst_recv(SVCXPRT *x, struct rpc_msg *msg)
 	return FALSE;
 }
 
-static enum xprt_stat lst_stat(SVCXPRT *x)
-{
-	(void)x;
-	return XPRT_IDLE;
-}
-
-static bool_t lst_args(SVCXPRT *x, xdrproc_t xp, void *p)
-{
-	(void)x;
-	(void)xp;
-	(void)p;
-	return FALSE;
-}
-
-static bool_t lst_reply(SVCXPRT *x, struct rpc_msg *msg)
-{
-	(void)x;
-	(void)msg;
-	return FALSE;
-}
-
 static void srv_free(struct tsrv *s)
 {
 	struct tconn *c;
@@ -1121,10 +1100,10 @@ static void lst_destroy(SVCXPRT *x)
 
 static const struct xp_ops lst_ops = {
 	.xp_recv = lst_recv,
-	.xp_stat = lst_stat,
-	.xp_getargs = lst_args,
-	.xp_reply = lst_reply,
-	.xp_freeargs = lst_args,
+	.xp_stat = rpcrdma__svc_lst_stat,
+	.xp_getargs = rpcrdma__svc_lst_args,
+	.xp_reply = rpcrdma__svc_lst_reply,
+	.xp_freeargs = rpcrdma__svc_lst_args,
 	.xp_destroy = lst_destroy,
 };
 

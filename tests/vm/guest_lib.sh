@@ -60,7 +60,7 @@ N3_RDMA=20149 N3_TCP=2149 N3_MOUNT=20148 N3_STARTS=0
 nfs3d_start() {
 	local log=/tmp/nfs3d.$((N3_STARTS += 1)).log
 	# shellcheck disable=SC2086
-	"$VM_BUILD/nfs3d" ${N3_OPTS--v} --state-dir /run/nfs3d --provider verbs --listen "$VM_ADDR:$N3_RDMA" --tcp-port $N3_TCP \
+	RPCRDMA_LOG=${RPCRDMA_LOG:-info} "$VM_BUILD/nfs3d" ${N3_OPTS--v} --state-dir /run/nfs3d --provider verbs --listen "$VM_ADDR:$N3_RDMA" --tcp-port $N3_TCP \
 		--mount-port $N3_MOUNT "$NFS3D_DIR" >$log 2>&1 &
 	N3_PID=$!
 	for _ in $(seq 200); do grep -q '^nfs3d: .* rdma=' $log && { cat $log; return 0; }; sleep 0.1; done
@@ -601,7 +601,10 @@ n3_dbench() {
 	mkdir -p $d   # dbench works in a directory that exists (its semaphore's key is of it)
 	timeout 300 dbench -t 10 -D $d -c /usr/share/dbench/client.txt 2 >/tmp/dbench.out 2>&1 ||
 		{ tail -n 20 /tmp/dbench.out; return 1; }
-	! grep -qi 'error\|failed' /tmp/dbench.out || { grep -i 'error\|failed' /tmp/dbench.out | head; return 1; }
+	# (dbench says "failed to create barrier semaphore" under this kernel's IPC set-up and
+	# starts its clients without the barrier: not an error of the file system)
+	! grep -i 'error\|failed' /tmp/dbench.out | grep -qv 'barrier semaphore' ||
+		{ grep -i 'error\|failed' /tmp/dbench.out | head; return 1; }
 	grep Throughput /tmp/dbench.out
 }
 
