@@ -915,6 +915,7 @@ void rpcrdma__svc_stats_add(struct rpcrdma_eng_stats *t, const struct rpcrdma_en
 	}
 	t->inline_send = a->inline_send > t->inline_send ? a->inline_send : t->inline_send;
 	t->inline_recv = a->inline_recv > t->inline_recv ? a->inline_recv : t->inline_recv;
+	t->remote_inv += a->remote_inv;   /* after the thresholds: not in the loop above */
 }
 
 void rpcrdma__svc_conn_log(struct sconn *c, int level, const char *what, const char *why)
