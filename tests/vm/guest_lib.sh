@@ -631,8 +631,8 @@ n3_devday() {
 		{ tail -n 20 /tmp/cmake.out; return 1; }
 	timeout 900 make -C $src/b -j2 rpcrdma_core_static >/tmp/make.out 2>&1 ||
 		{ tail -n 20 /tmp/make.out; return 1; }
-	[ -s $src/b/librpcrdma-core.a ] || ls $src/b
-	echo "cmake and make built the protocol core on the mount"
+	[ -s $src/b/librpcrdma_core.a ] || { ls $src/b; return 1; }
+	echo "cmake and make built the protocol core on the mount ($(stat -c %s $src/b/librpcrdma_core.a) bytes)"
 	tar -C $d -czf /tmp/src.tgz --exclude=src/b --exclude=src/.git src
 	mkdir -p $d/rt && tar -C $d/rt --no-same-owner -xzf /tmp/src.tgz
 	(cd $d/rt/src && sha256sum -c --quiet /tmp/src.sum)
