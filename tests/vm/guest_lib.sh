@@ -586,9 +586,9 @@ n3_compare_knfsd() {
 # fio with verification: sequential and random, direct and buffered
 n3_fio() {
 	local d=$1 job
-	for job in "seq-direct --rw=write --bs=1M --size=32M --direct=1" \
+	for job in "seq-direct --rw=write --bs=1M --size=16M --direct=1" \
 		   "rand-direct --rw=randwrite --bs=4k --size=4M --direct=1 --ioengine=libaio --iodepth=4" \
-		   "seq-buffered --rw=write --bs=256k --size=16M --fsync_on_close=1" \
+		   "seq-buffered --rw=write --bs=256k --size=8M --fsync_on_close=1" \
 		   "rand-buffered --rw=randwrite --bs=4k --size=4M --fsync_on_close=1"; do
 		# shellcheck disable=SC2086
 		timeout 300 fio --name=$job --directory=$d --verify=crc32c --do_verify=1 \
@@ -602,7 +602,7 @@ n3_fio() {
 n3_dbench() {
 	local d=$1
 	mkdir -p $d   # dbench works in a directory that exists (its semaphore's key is of it)
-	timeout 300 dbench -t 10 -D $d -c /usr/share/dbench/client.txt 2 >/tmp/dbench.out 2>&1 ||
+	timeout 300 dbench -t 5 -D $d -c /usr/share/dbench/client.txt 2 >/tmp/dbench.out 2>&1 ||
 		{ tail -n 20 /tmp/dbench.out; return 1; }
 	# (dbench says "failed to create barrier semaphore" under this kernel's IPC set-up and
 	# starts its clients without the barrier: not an error of the file system)
@@ -642,7 +642,7 @@ n3_devday() {
 # fio with verification across a SIGKILL and restart of nfs3d under a hard mount
 n3_fio_restart() {
 	local d=$1 fpid size=0
-	fio --name=restart --directory=$d --rw=write --bs=1M --size=32M --direct=1 \
+	fio --name=restart --directory=$d --rw=write --bs=1M --size=16M --direct=1 \
 		--verify=crc32c --do_verify=1 --verify_fatal=1 --output=/tmp/fio.r.out >/dev/null &
 	fpid=$!
 	for _ in $(seq 600); do
@@ -657,7 +657,7 @@ n3_fio_restart() {
 	nfs3d_start
 	wait $fpid || { cat /tmp/fio.r.out; return 1; }
 	grep -q 'err= 0' /tmp/fio.r.out
-	echo "fio wrote and verified 32 MiB across a SIGKILL and restart of nfs3d ($size bytes before)"
+	echo "fio wrote and verified 16 MiB across a SIGKILL and restart of nfs3d ($size bytes before)"
 }
 
 suite_nfs3d_work() {
