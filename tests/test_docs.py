@@ -161,7 +161,8 @@ for d in ("/usr/include/tirpc/rpc", "/usr/include/rdma", "/usr/include/infiniban
                                     open(os.path.join(d, f), errors="replace").read()))
 elsewhere |= {"ibv_devices", "ibv_rc_pingpong", "ib_send_lat", "ib_read_bw", "ib_write_bw"}
 OTHER_PAGES = {"ping(8)", "rpcbind(8)", "rpcgen(1)", "rpcinfo(8)", "svc_run(3)", "tshark(1)",
-               "ibv_devices(1)", "rping(1)", "rdma(8)", "mount.nfs(8)", "nfs(5)"}
+               "ibv_devices(1)", "rping(1)", "rdma(8)", "mount.nfs(8)", "nfs(5)", "exports(5)",
+               "name_to_handle_at(2)", "open_by_handle_at(2)", "openat2(2)"}
 pages = sorted(os.path.join("man", f) for f in os.listdir("man") if f.endswith(".scd"))
 ours_pages = {f[:-4].rsplit(".", 1)[0] + "(" + f[:-4].rsplit(".", 1)[1] + ")"
               for f in os.listdir("man") if f.endswith(".scd")}
