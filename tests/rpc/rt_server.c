@@ -347,6 +347,7 @@ int main(int argc, char **argv)
 	 * libtirpc's own TCP transport, the reference the RDMA outcomes are compared with */
 	if (so.workers) {
 		o.port = 0;
+		o.host = "0.0.0.0";   /* every IPv4 address, as svctcp_create() binds: rt_client dials 127.0.0.1 */
 		tcp = svc_rdma_tcp_create(&o);
 	} else {
 		tcp = svctcp_create(RPC_ANYSOCK, 0, 0);
