@@ -65,14 +65,20 @@ void rpcrdma_eng_lower_ep(struct rpcrdma_eng_lower *lo, struct rpcrdma_prov *p,
 
 #define ONE_STEP_MS 5000
 
-/* Whether this connection's replies may go with Send With Invalidate (RFC 8797 §3.2):
- * the client's word and the provider's ability, for an operator to see (level info). */
-static void log_remote_inv(const void *peer, size_t plen, const struct rpcrdma_eng_lower *lo)
+/* Whether the client's private data says it takes Send With Invalidate (RFC 8797 §3.2);
+ * read before the accept, which may free the request and its private data. */
+static bool takes_remote_inv(const void *peer, size_t plen)
 {
 	struct rpcrdma_pdata p;
-	bool asked = peer && plen && rpcrdma_pdata_decode(peer, plen, &p) == 0 &&
-		     (p.flags & RPCRDMA_PDATA_F_REMOTE_INV);
 
+	return peer && plen && rpcrdma_pdata_decode(peer, plen, &p) == 0 &&
+	       (p.flags & RPCRDMA_PDATA_F_REMOTE_INV);
+}
+
+/* Whether this connection's replies may go with it: the client's word and the provider's
+ * ability, for an operator to see (level info). */
+static void log_remote_inv(bool asked, const struct rpcrdma_eng_lower *lo)
+{
 	rpcrdma_log(RPCRDMA_LOG_INFO, "accepted: the client %s Send With Invalidate, the "
 		    "provider %s", asked ? "takes" : "does not take",
 		    lo->post_send_inv ? "can send it" : "cannot");
@@ -88,6 +94,7 @@ int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int t
 	size_t plen;
 	int n, rc, late;
 	int pending;
+	bool asked;
 
 	if (!e || !req || !out) {
 		rpcrdma_reject(req, NULL, 0);
@@ -96,6 +103,7 @@ int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int t
 	*out = NULL;
 	peer = rpcrdma_connreq_pdata(req, &plen);
 	rpcrdma_eng_set_peer_pdata(e, peer, plen);
+	asked = takes_remote_inv(peer, plen);
 	n = rpcrdma_eng_pdata(e, pd, sizeof(pd));
 	if (n < 0) {
 		rpcrdma_reject(req, NULL, 0);
@@ -109,7 +117,7 @@ int rpcrdma_eng_accept(struct rpcrdma_eng *e, struct rpcrdma_connreq *req, int t
 		rc = rpcrdma_accept(req, pd, (size_t)n, timeout_ms ? timeout_ms : ONE_STEP_MS, &ep);
 	if (!rc) {
 		rpcrdma_eng_lower_ep(&lo, ep->prov, ep);
-		log_remote_inv(peer, plen, &lo);
+		log_remote_inv(asked, &lo);
 		rc = rpcrdma_eng_start(e, &lo, now_ms);
 	}
 	pending = !rc && !late;
