@@ -94,3 +94,18 @@ exits_saying() {   # STATUS EXPECTED_TEXT ARGS...
 }
 usage_error() { exits_saying 2 "$@"; }
 says() { exits_saying 1 "$@"; }
+
+# nfs3d_run LOG NFS3D_ARGUMENTS...: nfs3d ($BIN/nfs3d) started in the background, logging
+# to LOG; sets spid and the ports it prints (rport, tport, mport). Fails, showing the log,
+# when it does not say it serves.
+nfs3d_run() {
+	local log=$1
+	shift
+	"$BIN/nfs3d" "$@" >"$log" 2>&1 &
+	spid=$!
+	for _ in $(seq 200); do grep -q '^nfs3d: .* rdma=' "$log" && break; sleep 0.05; done
+	rport=$(sed -n 's/^nfs3d: .* rdma=\([0-9]*\) .*/\1/p' "$log")
+	tport=$(sed -n 's/^nfs3d: .* tcp=\([0-9]*\) .*/\1/p' "$log")
+	mport=$(sed -n 's/^nfs3d: .* mount=\([0-9]*\) .*/\1/p' "$log")
+	[ -n "$mport" ] || { cat "$log"; return 1; }
+}

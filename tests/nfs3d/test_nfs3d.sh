@@ -24,15 +24,8 @@ example_providers
 
 # start_nfs3d PROVIDER DIR [RDMA_PORT TCP_PORT MOUNT_PORT]: sets spid, rport, tport, mport
 start_nfs3d() {
-	local log=$out/nfs3d.$1.log
-	"$BIN/nfs3d" -o no_root_squash --state-dir "$out/state" --provider "$1" --listen "$H:${3:-0}" --tcp-port "${4:-0}" \
-		--mount-port "${5:-0}" "$2" >"$log" 2>&1 &
-	spid=$!
-	for _ in $(seq 200); do grep -q '^nfs3d: .* rdma=' "$log" && break; sleep 0.05; done
-	rport=$(sed -n 's/^nfs3d: .* rdma=\([0-9]*\) .*/\1/p' "$log")
-	tport=$(sed -n 's/^nfs3d: .* tcp=\([0-9]*\) .*/\1/p' "$log")
-	mport=$(sed -n 's/^nfs3d: .* mount=\([0-9]*\) .*/\1/p' "$log")
-	[ -n "$mport" ] || { cat "$log"; return 1; }
+	nfs3d_run "$out/nfs3d.$1.log" -o no_root_squash --state-dir "$out/state" --provider "$1" \
+		--listen "$H:${3:-0}" --tcp-port "${4:-0}" --mount-port "${5:-0}" "$2"
 }
 
 stop_nfs3d() {

@@ -27,15 +27,9 @@ PROVS=${EXAMPLE_PROVIDERS:-tcp}
 
 # start PROVIDER NFS3D_ARGUMENTS...: sets spid, rport, tport, mport
 start() {
-	local p=$1 log=$out/nfs3d.log
+	local p=$1
 	shift
-	"$BIN/nfs3d" --state-dir "$out/state" --provider "$p" --listen "$H:0" "$@" >"$log" 2>&1 &
-	spid=$!
-	for _ in $(seq 200); do grep -q '^nfs3d: .* rdma=' "$log" && break; sleep 0.05; done
-	rport=$(sed -n 's/^nfs3d: .* rdma=\([0-9]*\) .*/\1/p' "$log")
-	tport=$(sed -n 's/^nfs3d: .* tcp=\([0-9]*\) .*/\1/p' "$log")
-	mport=$(sed -n 's/^nfs3d: .* mount=\([0-9]*\) .*/\1/p' "$log")
-	[ -n "$mport" ] || { cat "$log"; return 1; }
+	nfs3d_run "$out/nfs3d.log" --state-dir "$out/state" --provider "$p" --listen "$H:0" "$@"
 }
 
 stop() {
