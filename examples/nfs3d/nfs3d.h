@@ -91,10 +91,16 @@ bool nfs3d_cred_is_root(void);
 /* The threads that run procedures as their callers (the library's workers never change
  * identity: cred.c says why): started once; nfs3d_run_as() runs fn(args, res) on one of
  * them under c and o and waits. 1: fn took its arguments; 0: it refused them
- * (GARBAGE_ARGS); -1: the identity could not be taken. */
+ * (GARBAGE_ARGS); -1: the identity could not be taken. *ns: fn's time on that thread,
+ * the identity switch included. */
 int nfs3d_pool_start(int n);
 int nfs3d_run_as(const struct nfs3d_cred *c, const struct nfs3d_opts *o,
-		 bool (*fn)(void *, void *), void *args, void *res);
+		 bool (*fn)(void *, void *), void *args, void *res, uint64_t *ns);
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t nfs3d_now_ns(void);
+/* Each procedure's calls and mean times, by transport, to stderr (on stopping): where a
+ * call's time goes, for docs/BENCHMARKS.md's table. */
+void nfs3d_times_print(void);
 /* The export options of the call this thread runs. */
 void nfs3d_opts_set(const struct nfs3d_opts *o);
 const struct nfs3d_opts *nfs3d_opts_now(void);

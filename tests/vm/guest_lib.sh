@@ -678,13 +678,17 @@ suite_nfs3d_work() {
 	set -E
 	trap 'echo "suite nfs3d_work failed at line $LINENO; nfs3d said:"; tail -n 20 /tmp/nfs3d.*.log; dmesg | tail -n 20' ERR
 	nfs3d_up
+	local t0=$SECONDS
 	n3_compare_knfsd
+	echo "(n3_compare_knfsd: $((SECONDS - t0)) s)"
 	nfs3d_mount rdma /mnt/n3w
 	mkdir -p /mnt/n3w/work
-	n3_fio /mnt/n3w/work
-	n3_dbench /mnt/n3w/work/db
-	n3_devday /mnt/n3w/work
-	n3_fio_restart /mnt/n3w/work
+	local step t
+	for step in n3_fio n3_dbench n3_devday n3_fio_restart; do
+		t=$SECONDS
+		if [ $step = n3_dbench ]; then $step /mnt/n3w/work/db; else $step /mnt/n3w/work; fi
+		echo "($step: $((SECONDS - t)) s)"
+	done
 	umount /mnt/n3w
 	kill $N3_PID
 	wait $N3_PID
@@ -720,6 +724,31 @@ n3b_rows() {   # n3b_rows MOUNT: "row seconds" lines
 	rm -rf $m
 }
 
+# op_rtts MOUNTPOINT: "OP CALLS RTT_US" for the operations the rows use most, the kernel
+# client's mean round trip of each (the per-op lines of /proc/self/mountstats: ops ... rtt
+# in ms, cumulative)
+op_rtts() {
+	awk -v m="$1" '$1 == "device" { on = ($5 == m) }
+		on && $1 ~ /^(GETATTR|SETATTR|LOOKUP|ACCESS|READ|WRITE|CREATE|REMOVE|RENAME|COMMIT|READDIRPLUS):$/ && $2 > 0 {
+			printf "%s %d %.0f\n", substr($1, 1, length($1) - 1), $2, $8 * 1000 / $2 }' \
+		/proc/self/mountstats
+}
+
+# Where a call's time goes: the kernel client's mean round trip per operation on knfsd
+# and on nfs3d, beside nfs3d's own mean time per call (from nfs3d_dispatch() to the reply
+# handed to the library) and the procedure's part of that (nfs3d's lines on stopping).
+# The rest of nfs3d's round trip is the transport's and the library's.
+n3b_where() {
+	local proto=$1 op calls k n in pr tr=RDMA
+	[ "$proto" = tcp ] && tr=TCP
+	echo "proto=$proto  op           calls   knfsd rtt  nfs3d rtt  in nfs3d  procedure (us)"
+	while read -r op calls k; do
+		n=$(awk -v o="$op" '$1 == o { print $3 }' /tmp/rtt.n.$proto)
+		read -r in pr < <(sed -n "s/^nfs3d: $op over $tr: [0-9]* calls, \([0-9.]*\) us each in nfs3d, \([0-9.]*\) us.*/\1 \2/p" /tmp/nfs3d.*.log | tail -n 1)
+		printf "              %-12s %6s %10s %10s %9s %10s\n" "$op" "$calls" "$k" "${n:--}" "${in:--}" "${pr:--}"
+	done </tmp/rtt.k.$proto
+}
+
 suite_nfs3d_bench() {
 	local proto kport n3port row k n
 	knfsd_up
@@ -733,6 +762,8 @@ suite_nfs3d_bench() {
 		nfs3d_mount $proto /mnt/n3
 		n3b_rows /mnt/knfsd >/tmp/bench.k.$proto
 		n3b_rows /mnt/n3 >/tmp/bench.n.$proto
+		op_rtts /mnt/knfsd >/tmp/rtt.k.$proto
+		op_rtts /mnt/n3 >/tmp/rtt.n.$proto
 		umount /mnt/knfsd /mnt/n3
 		echo "proto=$proto                 knfsd      nfs3d      knfsd ÷ nfs3d (dbench: nfs3d ÷ knfsd)"
 		while read -r row k; do
@@ -745,5 +776,7 @@ suite_nfs3d_bench() {
 		done </tmp/bench.k.$proto
 	done
 	kill $N3_PID; wait $N3_PID || true
+	n3b_where rdma
+	n3b_where tcp
 }
 
