@@ -174,7 +174,7 @@ struct nfs3d_job {
 	const struct nfs3d_cred *cred;
 	const struct nfs3d_opts *opts;
 	int rc;                   /* 1: ran and took its arguments; 0: refused them; -1: no identity */
-	uint64_t ns;              /* the procedure's own time, identity switch included */
+	uint64_t queued, started, ended;   /* ns: the hand-over's times (nfs3d_legs) */
 	bool done;
 	pthread_cond_t cv;
 	struct nfs3d_job *next;
@@ -188,8 +188,7 @@ static struct {
 
 static void job_run(struct nfs3d_job *j)
 {
-	uint64_t t0 = nfs3d_now_ns();
-
+	j->started = nfs3d_now_ns();
 	nfs3d_opts_set(j->opts);
 	if (nfs3d_cred_enter(j->cred) < 0) {
 		fprintf(stderr, "nfs3d: cannot take the identity uid %u gid %u: refused\n",
@@ -198,7 +197,7 @@ static void job_run(struct nfs3d_job *j)
 		return;
 	}
 	j->rc = j->fn(j->args, j->res) ? 1 : 0;
-	j->ns = nfs3d_now_ns() - t0;
+	j->ended = nfs3d_now_ns();
 }
 
 static void *pool_thread(void *arg)
@@ -236,9 +235,10 @@ int nfs3d_pool_start(int n)
 }
 
 int nfs3d_run_as(const struct nfs3d_cred *c, const struct nfs3d_opts *o,
-		 bool (*fn)(void *, void *), void *args, void *res, uint64_t *ns)
+		 bool (*fn)(void *, void *), void *args, void *res, struct nfs3d_legs *legs)
 {
-	struct nfs3d_job j = { fn, args, res, c, o, 0, 0, false, PTHREAD_COND_INITIALIZER, NULL };
+	struct nfs3d_job j = { fn, args, res, c, o, 0, nfs3d_now_ns(), 0, 0, false,
+			       PTHREAD_COND_INITIALIZER, NULL };
 
 	pthread_mutex_lock(&pool.lock);
 	*pool.tail = &j;
@@ -248,6 +248,10 @@ int nfs3d_run_as(const struct nfs3d_cred *c, const struct nfs3d_opts *o,
 		pthread_cond_wait(&j.cv, &pool.lock);
 	pthread_mutex_unlock(&pool.lock);
 	pthread_cond_destroy(&j.cv);
-	*ns = j.ns;
+	if (j.started) {   /* (a job refused its identity still ran job_run) */
+		legs->wait = j.started - j.queued;
+		legs->proc = j.ended ? j.ended - j.started : 0;
+		legs->back = j.ended ? nfs3d_now_ns() - j.ended : 0;
+	}
 	return j.rc;
 }

@@ -91,11 +91,15 @@ bool nfs3d_cred_is_root(void);
 /* The threads that run procedures as their callers (the library's workers never change
  * identity: cred.c says why): started once; nfs3d_run_as() runs fn(args, res) on one of
  * them under c and o and waits. 1: fn took its arguments; 0: it refused them
- * (GARBAGE_ARGS); -1: the identity could not be taken. *ns: fn's time on that thread,
- * the identity switch included. */
+ * (GARBAGE_ARGS); -1: the identity could not be taken. *legs: where the time went. */
+struct nfs3d_legs {
+	uint64_t wait;   /* ns from the hand-over to a thread of the pool taking it */
+	uint64_t proc;   /* fn, the identity switch included */
+	uint64_t back;   /* from fn's end to the waiting worker running again */
+};
 int nfs3d_pool_start(int n);
 int nfs3d_run_as(const struct nfs3d_cred *c, const struct nfs3d_opts *o,
-		 bool (*fn)(void *, void *), void *args, void *res, uint64_t *ns);
+		 bool (*fn)(void *, void *), void *args, void *res, struct nfs3d_legs *legs);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t nfs3d_now_ns(void);
 /* Each procedure's calls and mean times, by transport, to stderr (on stopping): where a

@@ -1233,12 +1233,13 @@ const struct nfs3d_opts *nfs3d_call_opts(struct svc_req *rq, SVCXPRT *x)
 }
 
 /* Per transport (0: RDMA, 1: TCP) and procedure: calls, the time from nfs3d_dispatch()'s
- * start to its reply handed to the library, and the procedure's own part of it. What is
- * left of the client's round trip is the transport's and the library's. */
+ * start to its reply handed to the library, and in it the hand-over to a thread of the
+ * pool and back, the procedure, and svc_sendreply(). What is left of the client's round
+ * trip is the transport's and the library's. */
 #define NPROCS 22
 _Static_assert(sizeof(procs) / sizeof(procs[0]) == NPROCS, "NFSv3 has 22 procedures");
 static struct {
-	_Atomic uint64_t calls, ns_call, ns_proc;
+	_Atomic uint64_t calls, call, wait, proc, back, reply;
 } times[2][NPROCS];
 
 uint64_t nfs3d_now_ns(void)
@@ -1249,19 +1250,23 @@ uint64_t nfs3d_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void times_add(const SVCXPRT *x, uint32_t proc, uint64_t call_ns, uint64_t proc_ns)
+static void times_add(const SVCXPRT *x, uint32_t proc, uint64_t call_ns,
+		      const struct nfs3d_legs *l, uint64_t reply_ns)
 {
 	int t = from_rdma(x) ? 0 : 1;
 
 	times[t][proc].calls++;
-	times[t][proc].ns_call += call_ns;
-	times[t][proc].ns_proc += proc_ns;
+	times[t][proc].call += call_ns;
+	times[t][proc].wait += l->wait;
+	times[t][proc].proc += l->proc;
+	times[t][proc].back += l->back;
+	times[t][proc].reply += reply_ns;
 }
 
 /* The procedure, on a thread of the pool under the caller's identity (or refused: never
  * run as root by mistake). NULL takes no identity. */
 static bool run_call(struct svc_req *rq, const struct proc *p, const struct nfs3d_opts *o,
-		     union nfs3_args *a, union nfs3_res *r, uint64_t *ns)
+		     union nfs3_args *a, union nfs3_res *r, struct nfs3d_legs *legs)
 {
 	struct nfs3d_cred c;
 	int rc;
@@ -1269,7 +1274,7 @@ static bool run_call(struct svc_req *rq, const struct proc *p, const struct nfs3
 	if (rq->rq_proc == NFSPROC3_NULL)
 		return true;
 	nfs3d_cred_map(o, (int)rq->rq_cred.oa_flavor, rq->rq_clntcred, &c);
-	rc = nfs3d_run_as(&c, o, p->fn, a, r, ns);
+	rc = nfs3d_run_as(&c, o, p->fn, a, r, legs);
 	if (rc < 0)
 		r->getattr.status = NFS3ERR_SERVERFAULT;
 	return rc != 0;
@@ -1289,7 +1294,8 @@ static void log_call(const struct proc *p, const SVCXPRT *x, bool garbage, const
 
 void nfs3d_dispatch(struct svc_req *rq, SVCXPRT *x)
 {
-	uint64_t t0 = nfs3d_now_ns(), proc_ns = 0;
+	uint64_t t0 = nfs3d_now_ns(), t1;
+	struct nfs3d_legs legs = { 0, 0, 0 };
 	const struct proc *p;
 	union nfs3_args a;
 	union nfs3_res r;
@@ -1309,15 +1315,21 @@ void nfs3d_dispatch(struct svc_req *rq, SVCXPRT *x)
 	if (ok && rq->rq_proc != NFSPROC3_NULL)
 		r.getattr.status = call_refusal(rq, x, o);
 	if (ok && !r.getattr.status)
-		ok = run_call(rq, p, o, &a, &r, &proc_ns);
+		ok = run_call(rq, p, o, &a, &r, &legs);
 	log_call(p, x, !ok, &r);
+	t1 = nfs3d_now_ns();
 	if (!ok)
 		svcerr_decode(x);
 	else if (!svc_sendreply(x, p->xres, (caddr_t)&r))
 		svcerr_systemerr(x);
-	times_add(x, rq->rq_proc, nfs3d_now_ns() - t0, proc_ns);
+	times_add(x, rq->rq_proc, nfs3d_now_ns() - t0, &legs, nfs3d_now_ns() - t1);
 	svc_freeargs(x, p->xargs, (caddr_t)&a);
 	xdr_free(p->xres, (caddr_t)&r);
+}
+
+static double us(uint64_t ns, uint64_t n)
+{
+	return (double)ns / (double)n / 1e3;
 }
 
 void nfs3d_times_print(void)
@@ -1332,8 +1344,10 @@ void nfs3d_times_print(void)
 			if (!n)
 				continue;
 			fprintf(stderr, "nfs3d: %s over %s: %" PRIu64 " calls, %.1f us each in "
-				"nfs3d, %.1f us of it in the procedure\n", procs[i].name, tname[t], n,
-				(double)times[t][i].ns_call / (double)n / 1e3,
-				(double)times[t][i].ns_proc / (double)n / 1e3);
+				"nfs3d: %.1f to hand it to a thread, %.1f in the procedure, %.1f "
+				"back, %.1f in svc_sendreply\n", procs[i].name, tname[t], n,
+				us(times[t][i].call, n), us(times[t][i].wait, n),
+				us(times[t][i].proc, n), us(times[t][i].back, n),
+				us(times[t][i].reply, n));
 		}
 }

@@ -736,16 +736,17 @@ op_rtts() {
 
 # Where a call's time goes: the kernel client's mean round trip per operation on knfsd
 # and on nfs3d, beside nfs3d's own mean time per call (from nfs3d_dispatch() to the reply
-# handed to the library) and the procedure's part of that (nfs3d's lines on stopping).
-# The rest of nfs3d's round trip is the transport's and the library's.
+# handed to the library) and its parts: the hand-over to a thread of nfs3d's pool, the
+# procedure, the way back, and svc_sendreply() (nfs3d's lines on stopping). The rest of
+# nfs3d's round trip is the transport's and the library's.
 n3b_where() {
-	local proto=$1 op calls k n in pr tr=RDMA
+	local proto=$1 op calls k n in tr=RDMA
 	[ "$proto" = tcp ] && tr=TCP
-	echo "proto=$proto  op           calls   knfsd rtt  nfs3d rtt  in nfs3d  procedure (us)"
+	echo "proto=$proto  op           calls  knfsd rtt  nfs3d rtt  in nfs3d: hand-over procedure back sendreply (us)"
 	while read -r op calls k; do
 		n=$(awk -v o="$op" '$1 == o { print $3 }' /tmp/rtt.n.$proto)
-		read -r in pr < <(sed -n "s/^nfs3d: $op over $tr: [0-9]* calls, \([0-9.]*\) us each in nfs3d, \([0-9.]*\) us.*/\1 \2/p" /tmp/nfs3d.*.log | tail -n 1)
-		printf "              %-12s %6s %10s %10s %9s %10s\n" "$op" "$calls" "$k" "${n:--}" "${in:--}" "${pr:--}"
+		in=$(sed -n "s/^nfs3d: $op over $tr: [0-9]* calls, \([0-9.]*\) us each in nfs3d: \([0-9.]*\) to hand it to a thread, \([0-9.]*\) in the procedure, \([0-9.]*\) back, \([0-9.]*\) in svc_sendreply/\1 \2 \3 \4 \5/p" /tmp/nfs3d.*.log | tail -n 1)
+		printf "              %-12s %6s %10s %10s   %s\n" "$op" "$calls" "$k" "${n:--}" "${in:--}"
 	done </tmp/rtt.k.$proto
 }
 
@@ -779,4 +780,3 @@ suite_nfs3d_bench() {
 	n3b_where rdma
 	n3b_where tcp
 }
-
