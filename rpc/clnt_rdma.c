@@ -352,7 +352,8 @@ static int call_allows_ddp(const uint8_t *call, uint32_t len)
 static uint32_t reply_bound(const struct rdma_clnt *ct, const struct rpcrdma_ulb_proc *b,
 			    const void *args, int ddp)
 {
-	uint64_t max = b && b->max_reply ? b->max_reply : ct->opts.max_reply;
+	uint32_t bound = !b ? 0 : b->max_reply_size ? b->max_reply_size(args) : b->max_reply;
+	uint64_t max = bound ? bound : ct->opts.max_reply;
 	uint32_t sizes[RPCRDMA_DEF_LIST_CHUNKS];
 	uint32_t i, n = ddp ? 0 : result_sizes(b, args, sizes);
 

@@ -292,6 +292,11 @@ struct rpcrdma_ulb_proc {
 				      DDP-eligible results these args make, each with its own
 				      size (an NFSv4 COMPOUND's READs): writes at most max
 				      sizes, in result order, and returns how many */
+	uint32_t (*max_reply_size)(const void *args);   /* where set, in place of
+				      max_reply: the largest reply these args may make,
+				      DDP-eligible results aside (RFC 8267 §5.2: an NFSv4
+				      COMPOUND's is the sum of its operations'); 0: the
+				      client's default */
 };
 
 struct rpcrdma_ulb {

@@ -145,13 +145,60 @@ static uint32_t compound_ddp_sizes(const void *args, uint32_t *sizes, uint32_t m
 	return n;
 }
 
-/* NULL has a void reply; COMPOUND's reply, DDP items aside, is short unless it reads a
- * directory or many attributes: the client's default max_reply bounds it (a reply chunk
- * of that size is offered, RFC 8267 §5.2: a requester that cannot estimate the reply
- * provides one). */
+/* RFC 8267 §5.2: the requester estimates a COMPOUND's reply, its DDP-eligible items
+ * aside, from its operations, and offers a reply chunk only where it may not fit inline.
+ * Each operation's result is bounded here, but READDIR's (its maxcount) and GETATTR's
+ * when it asks for an attribute of no fixed bound (an ACL, fs_locations, or any beyond
+ * word 1, such as NFSv4.2's labels): with one of those, or an operation the subset does
+ * not know, 0 (the client's default max_reply: a reply chunk that large). Besides
+ * sparing a registration and an RDMA Write per call, this keeps a reply chunk off READs
+ * (docs/ENGINE.md: knfsd of Linux 6.1 dropped the connection on 1 MiB READs that
+ * offered one). */
+#define NFS4_OP_REPLY 512u      /* a status, a stateid, a change_info, a handle: less */
+#define NFS4_ATTR_REPLY 1024u   /* fattr4 of bounded attributes */
+#define NFS4_UNBOUNDED_W0 ((1u << 12) | (1u << 24))   /* FATTR4_ACL, FATTR4_FS_LOCATIONS */
+
+static uint32_t getattr_reply(const bitmap4 *b)
+{
+	if (b->bitmap4_len > 2 || (b->bitmap4_len && (b->bitmap4_val[0] & NFS4_UNBOUNDED_W0)))
+		return 0;
+	return NFS4_ATTR_REPLY;
+}
+
+static uint32_t op_reply(const nfs_argop4 *op)
+{
+	switch (op->argop) {
+	case OP_READDIR:
+		return op->nfs_argop4_u.opreaddir.maxcount ? op->nfs_argop4_u.opreaddir.maxcount + 256u : 0;
+	case OP_GETATTR:
+		return getattr_reply(&op->nfs_argop4_u.opgetattr.attr_request);
+	case OP_EXCHANGE_ID:
+		return 4096u;   /* owner, scope (1024 each) and an implementation id */
+	case OP_ILLEGAL:
+		return 0;
+	default:
+		return NFS4_OP_REPLY;
+	}
+}
+
+static uint32_t compound_max_reply(const void *args)
+{
+	const COMPOUND4args *a = args;
+	uint64_t sum = 256u + a->tag.utf8string_len;   /* RPC header, status, tag */
+	uint32_t i, one;
+
+	for (i = 0; i < a->argarray.argarray_len; i++) {
+		if (!(one = op_reply(&a->argarray.argarray_val[i])))
+			return 0;
+		sum += one;
+	}
+	return sum > UINT32_MAX ? 0 : (uint32_t)sum;
+}
+
 static const struct rpcrdma_ulb_proc nfs4_procs[] = {
 	{ 1 /* NFSPROC4_COMPOUND */, (xdrproc_t)xdr_COMPOUND4args_ddp,
-	  (xdrproc_t)xdr_COMPOUND4res_ddp, 0, 0, 0, NULL, compound_ddp_sizes },
+	  (xdrproc_t)xdr_COMPOUND4res_ddp, 0, 0, 0, NULL, compound_ddp_sizes,
+	  compound_max_reply },
 };
 
 static const struct rpcrdma_ulb nfs4 = { NFS4_PROGRAM, NFS_V4, nfs4_procs,

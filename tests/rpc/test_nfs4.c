@@ -394,6 +394,38 @@ static void test_chunk_sizes(void)
 	CHECK_EQ_U(p->res_ddp_sizes(&a, sizes, 8), 1);
 }
 
+/* RFC 8267 §5.2: a COMPOUND's reply estimated from its operations (its READ data aside):
+ * short for PUTFH + READ, a READDIR's maxcount, none (0: the client's default) for a
+ * GETATTR of an ACL. */
+static void test_reply_estimate(void)
+{
+	const struct rpcrdma_ulb_proc *p = rpcrdma_ulb_find(NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND);
+	unsigned int acl = 1u << 12, small = (1u << FATTR4_TYPE) | (1u << FATTR4_SIZE);
+	nfs_argop4 ops[3];
+	COMPOUND4args a;
+	uint32_t est;
+
+	CHECK(p && p->max_reply_size);
+	memset(ops, 0, sizeof(ops));
+	memset(&a, 0, sizeof(a));
+	op_putfh(&ops[0], fh_f);
+	op_read(&ops[1], 0, 1u << 20);
+	a.argarray.argarray_val = ops;
+	a.argarray.argarray_len = 2;
+	est = p->max_reply_size(&a);
+	CHECK(est > 0 && est < 4096);
+	ops[2].argop = OP_GETATTR;
+	ops[2].nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 1;
+	ops[2].nfs_argop4_u.opgetattr.attr_request.bitmap4_val = &small;
+	a.argarray.argarray_len = 3;
+	CHECK(p->max_reply_size(&a) > est && p->max_reply_size(&a) < 4096);
+	ops[2].nfs_argop4_u.opgetattr.attr_request.bitmap4_val = &acl;
+	CHECK_EQ_U(p->max_reply_size(&a), 0);
+	ops[2].argop = OP_READDIR;
+	ops[2].nfs_argop4_u.opreaddir.maxcount = 65536;
+	CHECK(p->max_reply_size(&a) > 65536);
+}
+
 /* Off RDMA the binding's routines are the generated ones: the same bytes encoded, the
  * same COMPOUND decoded; and a decoder refuses what it must. */
 static void test_same_xdr_off_rdma(void)
@@ -482,6 +514,7 @@ int main(int argc, char **argv)
 	RUN(test_stops_early);
 	RUN(test_symlink_readlink);
 	RUN(test_chunk_sizes);
+	RUN(test_reply_estimate);
 	RUN(test_same_xdr_off_rdma);
 	clnt_destroy(cl);
 	rpcrdma_svc_exit();
