@@ -51,6 +51,9 @@ knfsd_up() {
 	echo 1048576 >/proc/fs/nfsd/max_block_size
 	echo $KNFSD_LEASE >/proc/fs/nfsd/nfsv4gracetime && echo $KNFSD_LEASE >/proc/fs/nfsd/nfsv4leasetime ||
 		return 1
+	# lockd's grace period (50 s by default) holds back NFSv4 delegations too: knfsd
+	# granted none until it was over (docs/ENGINE.md)
+	modprobe lockd && echo $KNFSD_LEASE >/proc/sys/fs/nfs/nlm_grace_period || return 1
 	pgrep -x rpcbind >/dev/null || rpcbind -w || return 1
 	exportfs -o rw,no_root_squash,insecure,fsid=1 "*:$KNFSD_DIR" || return 1
 	rpc.mountd -p 20048 || return 1
@@ -394,7 +397,7 @@ suite_nfs4cp() {
 nfs4cp_hold() {
 	local f=$1 log=$2
 	shift 2
-	"$VM_BUILD/nfs4cp" --provider verbs --hold 20 "$@" "$VM_ADDR:${f#$KNFSD4_DIR}" /tmp/held.out >$log 2>&1 &
+	RPCRDMA_LOG=info "$VM_BUILD/nfs4cp" --provider verbs --hold 20 "$@" "$VM_ADDR:${f#$KNFSD4_DIR}" /tmp/held.out >$log 2>&1 &
 	NFS4CP_PID=$!
 	for _ in $(seq 300); do grep -q 'holding it open' $log && break; sleep 0.1; done
 	cat $log
