@@ -9,7 +9,8 @@
  *   - in a reply: the data of each READ and the link text of each READLINK (write
  *     chunks, one per such operation, in the order the operations come: RFC 8166 §4.3.2).
  * A client offers one write chunk for each READ (of the READ's count) and READLINK (of
- * RPCRDMA_NFS4_MAXLINK) in the COMPOUND, at most RPCRDMA_DEF_LIST_CHUNKS; a COMPOUND that
+ * RPCRDMA_NFS4_MAXLINK) in the COMPOUND, at most RPCRDMA_DEF_LIST_CHUNKS (the data of the
+ * later ones comes inline, and the reply estimate counts it); a COMPOUND that
  * stops early (an operation failed) leaves the chunks of the later ones unused. Never moved
  * by DDP: attributes (GETATTR, READDIR's entries, OPEN's), file handles, names, state,
  * the SEQUENCE and session operations, and every callback (CB_COMPOUND travels inline:

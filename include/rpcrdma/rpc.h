@@ -295,7 +295,8 @@ struct rpcrdma_ulb_proc {
 	uint32_t (*max_reply_size)(const void *args);   /* where set, in place of
 				      max_reply: the largest reply these args may make,
 				      DDP-eligible results aside (RFC 8267 §5.2: an NFSv4
-				      COMPOUND's is the sum of its operations'); 0: the
+				      COMPOUND's is the sum of its operations'), but for those
+				      past RPCRDMA_DEF_LIST_CHUNKS, which come inline; 0: the
 				      client's default */
 };
 

@@ -181,16 +181,36 @@ static uint32_t op_reply(const nfs_argop4 *op)
 	}
 }
 
+/* The data of a DDP-eligible result past the write chunks a client offers
+ * (compound_ddp_sizes stops at RPCRDMA_DEF_LIST_CHUNKS) comes inline: the bound counts
+ * it, with its XDR pad, or a server that sends no read chunks in replies (knfsd) finds
+ * no room for it in the reply chunk and answers ERR_CHUNK. */
+static uint32_t ddp_inline_reply(const nfs_argop4 *op, uint32_t *ddp_seen)
+{
+	uint32_t size;
+
+	if (op->argop == OP_READ)
+		size = op->nfs_argop4_u.opread.count;
+	else if (op->argop == OP_READLINK)
+		size = RPCRDMA_NFS4_MAXLINK;
+	else
+		return 0;
+	return ++*ddp_seen > RPCRDMA_DEF_LIST_CHUNKS ? size + 8u : 0;
+}
+
 static uint32_t compound_max_reply(const void *args)
 {
 	const COMPOUND4args *a = args;
 	uint64_t sum = 256u + a->tag.utf8string_len;   /* RPC header, status, tag */
-	uint32_t i, one;
+	uint32_t i, one, ddp_seen = 0;
 
 	for (i = 0; i < a->argarray.argarray_len; i++) {
-		if (!(one = op_reply(&a->argarray.argarray_val[i])))
+		const nfs_argop4 *op = &a->argarray.argarray_val[i];
+
+		if (!(one = op_reply(op)))
 			return 0;
 		sum += one;
+		sum += ddp_inline_reply(op, &ddp_seen);
 	}
 	return sum > UINT32_MAX ? 0 : (uint32_t)sum;
 }

@@ -394,6 +394,60 @@ static void test_chunk_sizes(void)
 	CHECK_EQ_U(p->res_ddp_sizes(&a, sizes, 8), 1);
 }
 
+/* More READs than the write chunks a client offers (RPCRDMA_DEF_LIST_CHUNKS): the data
+ * of the later ones comes inline, in the reply chunk when the server sends no read
+ * chunks in replies (knfsd: main's "knfsd" mode), which the estimate must make room for. */
+static void test_many_reads(void)
+{
+	enum { N = RPCRDMA_DEF_LIST_CHUNKS + 2, L = 60000 };
+	nfs_argop4 ops[N + 1];
+	COMPOUND4res r;
+	char *d = pattern(N * L, 4);
+	int i;
+
+	memset(ops, 0, sizeof(ops));
+	op_putfh(&ops[0], fh_f);
+	op_write(&ops[1], 0, d, N * L);
+	CHECK(call(ops, 2, &r) == RPC_SUCCESS && r.status == NFS4_OK);
+	xdr_free((xdrproc_t)xdr_COMPOUND4res, (char *)&r);
+	for (i = 0; i < N; i++)
+		op_read(&ops[i + 1], (uint64_t)i * L, L);
+	CHECK(call(ops, N + 1, &r) == RPC_SUCCESS);
+	if (r.status != NFS4_OK || r.resarray.resarray_len != N + 1) {
+		CHECK(!"many reads: failed or short");
+		fprintf(stderr, "  %s\n", rpcrdma_clnt_errtext(cl));
+		free(d);
+		return;
+	}
+	for (i = 0; i < N; i++) {
+		READ4resok *ok = &r.resarray.resarray_val[i + 1].nfs_resop4_u.opread.READ4res_u.resok4;
+
+		CHECK(ok->data.data_len == L && !memcmp(ok->data.data_val, d + (size_t)i * L, L));
+	}
+	xdr_free((xdrproc_t)xdr_COMPOUND4res, (char *)&r);
+	free(d);
+}
+
+/* READs past the write chunks offered come inline: the estimate holds their data (and
+ * the first RPCRDMA_DEF_LIST_CHUNKS' not). */
+static void test_estimate_past_chunks(const struct rpcrdma_ulb_proc *p)
+{
+	enum { N = RPCRDMA_DEF_LIST_CHUNKS + 2, L = 60000 };
+	nfs_argop4 ops[N];
+	COMPOUND4args a;
+	uint32_t est;
+	int i;
+
+	memset(ops, 0, sizeof(ops));
+	memset(&a, 0, sizeof(a));
+	for (i = 0; i < N; i++)
+		op_read(&ops[i], 0, L);
+	a.argarray.argarray_val = ops;
+	a.argarray.argarray_len = N;
+	est = p->max_reply_size(&a);
+	CHECK(est >= 2u * (L + 8u) && est < 3u * L);
+}
+
 /* RFC 8267 §5.2: a COMPOUND's reply estimated from its operations (its READ data aside):
  * short for PUTFH + READ, a READDIR's maxcount, none (0: the client's default) for a
  * GETATTR of an ACL. */
@@ -424,6 +478,7 @@ static void test_reply_estimate(void)
 	ops[2].argop = OP_READDIR;
 	ops[2].nfs_argop4_u.opreaddir.maxcount = 65536;
 	CHECK(p->max_reply_size(&a) > 65536);
+	test_estimate_past_chunks(p);
 }
 
 /* Off RDMA the binding's routines are the generated ones: the same bytes encoded, the
@@ -491,6 +546,9 @@ int main(int argc, char **argv)
 		return 77;
 	CHECK_EQ_U(rpcrdma_ulb_register(rpcrdma_ulb_nfs4()), 0);
 	memset(&so, 0, sizeof(so));
+	/* TEST_NFS4_KNFSD: as knfsd, no read chunks in replies (ERR_CHUNK when a reply
+	 * outgrows the reply chunk), so every estimate of the client is put to the test */
+	so.reply_read_chunks = getenv("TEST_NFS4_KNFSD") ? -1 : 0;
 	so.provider = prov;
 	so.host = host;
 	so.port = RPCRDMA_PORT_ANY;
@@ -516,6 +574,7 @@ int main(int argc, char **argv)
 	RUN(test_chunk_sizes);
 	RUN(test_reply_estimate);
 	RUN(test_same_xdr_off_rdma);
+	RUN(test_many_reads);
 	clnt_destroy(cl);
 	rpcrdma_svc_exit();
 	pthread_join(th, NULL);
