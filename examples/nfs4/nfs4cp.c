@@ -933,6 +933,7 @@ static int file_close(struct nfs4 *n, struct nfile *f)
 struct ioslot {
 	struct cpd c;
 	char *buf;
+	uint32_t cap;   /* of buf */
 	uint64_t off;
 	uint32_t len;
 	int busy, done, again;
@@ -992,10 +993,32 @@ static struct ioslot *slots_new(struct nfs4 *n, uint32_t chunk)
 		free(s);
 		return NULL;
 	}
-	for (i = 0; i < n->nslots; i++)
+	for (i = 0; i < n->nslots; i++) {
 		s[i].buf = (char *)m.addr + (size_t)i * chunk;
+		s[i].cap = chunk;
+	}
 	clnt_control(n->cl, RPCRDMA_CLSET_MEM_ADD, (char *)&m);
 	return s;
+}
+
+/* Frees a slot's answer. A READ's data decoded into the slot's buffer (its write chunk,
+ * or copied there from inline) is ours, not the decoder's: xdr_free must not see it,
+ * whatever the statuses, or it frees (an interior pointer of) the slots' one block. Any
+ * READ result is looked at, not only the one expected: a malformed answer may hold
+ * others, or the expected one elsewhere. */
+static void slot_cpd_free(struct ioslot *s)
+{
+	uintptr_t lo = (uintptr_t)s->buf, hi = lo + s->cap;
+	u_int i;
+
+	for (i = 0; i < s->c.res.resarray.resarray_len; i++) {
+		nfs_resop4 *r = &s->c.res.resarray.resarray_val[i];
+		char **data = &r->nfs_resop4_u.opread.READ4res_u.resok4.data.data_val;
+
+		if (r->resop == OP_READ && (uintptr_t)*data >= lo && (uintptr_t)*data <= hi)
+			*data = NULL;
+	}
+	cpd_free(&s->c);
 }
 
 /* Waits out whatever is still in flight (their arguments and buffers must outlive them),
@@ -1010,7 +1033,7 @@ static void slots_free(struct nfs4 *n, struct ioslot *s)
 	for (i = 0; i < n->nslots; i++) {
 		while (s[i].busy && !s[i].done)
 			rpcrdma_clnt_progress(n->cl, 1000);
-		cpd_free(&s[i].c);
+		slot_cpd_free(&s[i]);
 	}
 	clnt_control(n->cl, RPCRDMA_CLSET_MEM_REMOVE, (char *)&m);
 	free(s[0].buf);
@@ -1035,7 +1058,7 @@ static int read_issue(struct nfs4 *n, struct ioslot *s, int slot, struct nfile *
 	struct rpcrdma_ddp_bufs b = { 1, { { s->buf, len } } };
 	READ4args *r;
 
-	cpd_free(&s->c);
+	slot_cpd_free(s);
 	cpd_init(n, &s->c, slot);
 	add_putfh(&s->c, &f->fh);
 	s->c.ops[0].nfs_argop4_u.opsequence.sa_cachethis = FALSE;
@@ -1063,17 +1086,14 @@ static int read_finish(struct nfs4 *n, struct ioslot *s, struct nfile *f, int fd
 	if (!r)
 		return failf("READ %s: the answer lacks its result", f->name);
 	ok = &r->nfs_resop4_u.opread.READ4res_u.resok4;
+	/* the data is in s->buf, which slot_cpd_free keeps from xdr_free */
 	if (ok->data.data_len != s->len && !(ok->eof && ok->data.data_len < s->len))
-		rc = failf("READ %s: %u bytes at %llu, %u asked, before the end", f->name,
-			   ok->data.data_len, (unsigned long long)s->off, s->len);
-	else if (ok->data.data_len && pwrite(fd, ok->data.data_val, ok->data.data_len,
-					     (off_t)s->off) != (ssize_t)ok->data.data_len)
-		rc = failf("writing the local file: %s", strerror(errno));
-	else
-		rc = 0;
-	if (ok->data.data_val == s->buf)
-		ok->data.data_val = NULL;   /* ours, not the decoder's */
-	return rc;
+		return failf("READ %s: %u bytes at %llu, %u asked, before the end", f->name,
+			     ok->data.data_len, (unsigned long long)s->off, s->len);
+	if (ok->data.data_len && pwrite(fd, ok->data.data_val, ok->data.data_len,
+					(off_t)s->off) != (ssize_t)ok->data.data_len)
+		return failf("writing the local file: %s", strerror(errno));
+	return 0;
 }
 
 /* Reads f into fd, n->nslots READs in flight, each on its own slot. */
@@ -1117,7 +1137,7 @@ static int write_issue(struct nfs4 *n, struct ioslot *s, int slot, struct nfile 
 
 	if (pread(fd, s->buf, len, (off_t)off) != (ssize_t)len)
 		return failf("reading the local file: %s", errno ? strerror(errno) : "short");
-	cpd_free(&s->c);
+	slot_cpd_free(s);
 	cpd_init(n, &s->c, slot);
 	add_putfh(&s->c, &f->fh);
 	w = &add(&s->c, OP_WRITE)->nfs_argop4_u.opwrite;
