@@ -225,6 +225,18 @@ suite_nfs3d() {
 	check_remote_inv
 }
 
+# must_fail ERR CMD...: CMD must fail, its stderr in ERR. Not `! CMD && grep ...`: set -e
+# ignores a negated command's status and any but the last of an && list, so a CMD that
+# succeeded, or a grep that found nothing, passed unseen.
+must_fail() {
+	local err=$1
+	shift
+	if "$@" 2>"$err"; then
+		echo "expected to fail, but succeeded: $*"
+		return 1
+	fi
+}
+
 suite_device() {
 	local rc=0
 	cd "$VM_BUILD"
@@ -259,13 +271,15 @@ suite_cli() {
 	RPCRDMA_VERBS_WINDOWS=1 "$CLI" perf "$VM_ADDR:$pport" --provider verbs --check --prereg \
 		--sizes 4k,1m \
 		--depths 1,8 --ops read,write --seconds 0.5 | tee /tmp/pperf.log
-	! grep -q 'could not add' /tmp/pperf.log
+	if grep -q 'could not add' /tmp/pperf.log; then return 1; fi
 	kill $ppid
 	wait $ppid || true
 	# registration pins memory: too low a limit says so (as a user without CAP_IPC_LOCK)
-	! setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	if setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 		bash -c "ulimit -l 64; exec $CLI ping $VM_ADDR:$port --provider verbs -c 1" \
-		>/tmp/memlock.out 2>&1
+		>/tmp/memlock.out 2>&1; then
+		echo "ping pinned memory past ulimit -l"; return 1
+	fi
 	cat /tmp/memlock.out
 	grep -q 'ulimit -l' /tmp/memlock.out
 	kill $spid
@@ -328,11 +342,14 @@ suite_nfs3cp() {
 		echo "$(basename "$f"): $(grep -c '^frame' /tmp/knfsd.decoded) messages decoded"
 	done
 	# failures say what failed
-	! "$cp" --provider verbs "$VM_ADDR:$d/nosuch" /tmp/x 2>/tmp/err && grep 'NFS3ERR_NOENT' /tmp/err
-	! "$cp" --provider verbs "$VM_ADDR:/not/exported/f" /tmp/x 2>/tmp/err &&
-		grep 'no export' /tmp/err
-	! "$cp" --provider verbs "$VM_ADDR:$d/tree" /tmp/x 2>/tmp/err && grep 'not a regular file' /tmp/err
-	! "$cp" --provider verbs --port 1 "$VM_ADDR:$d/from.bin" /tmp/x 2>/tmp/err && cat /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:$d/nosuch" /tmp/x
+	grep 'NFS3ERR_NOENT' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:/not/exported/f" /tmp/x
+	grep 'no export' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:$d/tree" /tmp/x
+	grep 'not a regular file' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs --port 1 "$VM_ADDR:$d/from.bin" /tmp/x
+	cat /tmp/err
 }
 
 # our NFSv4.1 client against knfsd over RDMA: 16 MiB each way byte for byte, odd and empty
@@ -385,10 +402,13 @@ suite_nfs4cp() {
 	grep -q '^d .* directory-7$' /tmp/v4.ls
 	echo "nfs4cp: 16 MiB read and written, odd and empty files, 300 entries listed"
 	# failures name the operation and the status
-	! "$cp" --provider verbs "$VM_ADDR:$r/nosuch" /tmp/x 2>/tmp/err && grep 'OPEN failed: NFS4ERR_NOENT' /tmp/err
-	! "$cp" --provider verbs "$VM_ADDR:$r/tree" /tmp/x 2>/tmp/err && cat /tmp/err &&
-		grep -q 'NFS4ERR_ISDIR\|not a regular file' /tmp/err
-	! "$cp" --provider verbs --list "$VM_ADDR:$r/nosuchdir" 2>/tmp/err && grep 'LOOKUP failed: NFS4ERR_NOENT' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:$r/nosuch" /tmp/x
+	grep 'OPEN failed: NFS4ERR_NOENT' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:$r/tree" /tmp/x
+	cat /tmp/err
+	grep -q 'NFS4ERR_ISDIR\|not a regular file' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs --list "$VM_ADDR:$r/nosuchdir"
+	grep 'LOOKUP failed: NFS4ERR_NOENT' /tmp/err
 	nfs4_recall $d
 }
 
@@ -433,7 +453,7 @@ nfs4_recall() {   # nfs4_recall DIR: DIR beneath $KNFSD4_DIR
 		-Y 'rpc.program == 0x40000000' -T fields -E occurrence=a -E aggregator=, \
 		-e frame.number -e rpcordma.msg_type -e rpc.msgtyp -e rpc.xid -e rpc.procedure \
 		-e nfs.cb.operation 2>/dev/null | tee /tmp/cb.tsv
-	awk -F'\t' '$2 == 0 && $3 == 0 && $5 == 1 && $6 ~ /11/ && $6 ~ /4/ {print $4}' /tmp/cb.tsv >/tmp/cb.call
+	awk -F'\t' '$2 == 0 && $3 == 0 && $5 == 1 && $6 == "11,4" {print $4}' /tmp/cb.tsv >/tmp/cb.call
 	[ -s /tmp/cb.call ]
 	awk -F'\t' '$2 == 0 && $3 == 1 {print $4}' /tmp/cb.tsv | grep -qxF "$(head -n1 /tmp/cb.call)"
 	echo "capture: CB_COMPOUND (CB_SEQUENCE, CB_RECALL) arrived as RDMA_MSG, xid $(head -n1 /tmp/cb.call), our reply with it"
