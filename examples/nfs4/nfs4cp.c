@@ -71,6 +71,7 @@ struct cbstate {
 	sessionid4 sid;
 	sequenceid4 seq;         /* of backchannel slot 0 */
 	int deleg_held, recalled;
+	int opening;             /* an OPEN's answer, and the delegation in it, to come */
 	stateid4 deleg;
 	struct timespec recall_at;
 	unsigned long served;
@@ -372,6 +373,7 @@ static int exchange_id(struct nfs4 *n)
 	struct cpd c;
 	EXCHANGE_ID4args *e;
 	EXCHANGE_ID4resok *ok;
+	nfs_resop4 *r;
 	char host[64] = "";
 	struct timespec now;
 	int rc;
@@ -388,8 +390,12 @@ static int exchange_id(struct nfs4 *n)
 	e->eia_clientowner.co_ownerid.co_ownerid_val = owner;
 	e->eia_state_protect.spa_how = SP4_NONE;
 	rc = run(n, &c, "EXCHANGE_ID", "");
-	if (!rc) {
-		ok = &c.res.resarray.resarray_val[0].nfs_resop4_u.opexchange_id.EXCHANGE_ID4res_u.eir_resok4;
+	/* the server says how many results: none, or another op's, is no answer */
+	r = rc ? NULL : res_op(&c, 0, OP_EXCHANGE_ID);
+	if (!rc && !r)
+		rc = failf("EXCHANGE_ID: the answer lacks its result");
+	if (r) {
+		ok = &r->nfs_resop4_u.opexchange_id.EXCHANGE_ID4res_u.eir_resok4;
 		n->clientid = ok->eir_clientid;
 		n->have_client = 1;
 		n->slot_seq[0] = ok->eir_sequenceid - 1;   /* CREATE_SESSION's sequence */
@@ -419,6 +425,7 @@ static int create_session(struct nfs4 *n, const struct opts *o)
 	struct cpd c;
 	CREATE_SESSION4args *a;
 	CREATE_SESSION4resok *ok;
+	nfs_resop4 *r;
 	int rc;
 
 	cpd_init(n, &c, -1);
@@ -433,8 +440,11 @@ static int create_session(struct nfs4 *n, const struct opts *o)
 	a->csa_sec_parms.csa_sec_parms_len = 1;
 	a->csa_sec_parms.csa_sec_parms_val = &sec;
 	rc = run(n, &c, "CREATE_SESSION", "");
-	if (!rc) {
-		ok = &c.res.resarray.resarray_val[0].nfs_resop4_u.opcreate_session.CREATE_SESSION4res_u.csr_resok4;
+	r = rc ? NULL : res_op(&c, 0, OP_CREATE_SESSION);
+	if (!rc && !r)
+		rc = failf("CREATE_SESSION: the answer lacks its result");
+	if (r) {
+		ok = &r->nfs_resop4_u.opcreate_session.CREATE_SESSION4res_u.csr_resok4;
 		pthread_mutex_lock(&n->cb.lock);
 		memcpy(n->sid, ok->csr_sessionid, sizeof(n->sid));
 		memcpy(n->cb.sid, ok->csr_sessionid, sizeof(n->sid));
@@ -570,7 +580,9 @@ static nfsstat4 cb_sequence(struct cbstate *cb, const CB_SEQUENCE4args *a, CB_SE
 static nfsstat4 cb_recall(struct cbstate *cb, const CB_RECALL4args *a)
 {
 	if (!cb->deleg_held || memcmp(a->stateid.other, cb->deleg.other, sizeof(cb->deleg.other)))
-		return NFS4ERR_BAD_STATEID;
+		/* the recall may overtake the OPEN reply that grants the delegation: the
+		 * server is to ask again (RFC 5661 §20.2.3) */
+		return cb->opening ? NFS4ERR_DELAY : NFS4ERR_BAD_STATEID;
 	cb->recalled = 1;
 	clock_gettime(CLOCK_MONOTONIC, &cb->recall_at);
 	pthread_cond_signal(&cb->cond);
@@ -668,6 +680,8 @@ static void cb_dispatch(struct svc_req *rq, SVCXPRT *xprt)
 	if (!svc_getargs(xprt, (xdrproc_t)xdr_CB_COMPOUND4args, (caddr_t)&a)) {
 		svcerr_decode(xprt);
 		say(n, "callback CB_COMPOUND: arguments that do not decode (GARBAGE_ARGS)");
+		/* what the decoder allocated before it stopped */
+		svc_freeargs(xprt, (xdrproc_t)xdr_CB_COMPOUND4args, (caddr_t)&a);
 		return;
 	}
 	cb_compound(&n->cb, &a, &r, ops, sizeof(ops));
@@ -823,6 +837,15 @@ static OPEN4args *add_open(struct nfs4 *n, struct cpd *c, char *name, int write,
 static unsigned int create_bits[2] = { 1u << FATTR4_SIZE, 1u << (FATTR4_MODE - 32) };
 static char create_vals[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, (char)0xa4 };
 
+/* While an OPEN is out, a recall of a delegation we do not know yet is answered
+ * NFS4ERR_DELAY (cb_recall). */
+static void cb_opening(struct nfs4 *n, int on)
+{
+	pthread_mutex_lock(&n->cb.lock);
+	n->cb.opening = on;
+	pthread_mutex_unlock(&n->cb.lock);
+}
+
 static int file_open(struct nfs4 *n, char *path, int write, struct nfile *f)
 {
 	fattr4 create = { { 2, create_bits }, { sizeof(create_vals), create_vals } };
@@ -842,6 +865,7 @@ static int file_open(struct nfs4 *n, char *path, int write, struct nfile *f)
 	add_open(n, &c, name, write, &create);
 	add(&c, OP_GETFH);
 	add_getattr(&c);
+	cb_opening(n, 1);
 	if ((rc = run(n, &c, "OPEN", name)) != 0)
 		goto out;
 	i = k + 2;   /* SEQUENCE, PUTROOTFH, the LOOKUPs */
@@ -865,16 +889,18 @@ static int file_open(struct nfs4 *n, char *path, int write, struct nfile *f)
 		pthread_mutex_unlock(&n->cb.lock);
 		f->deleg = 1;
 	}
-	if (type_size(&ra->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes, &type,
-		      &f->size)) {
-		rc = failf("GETATTR %s: attributes other than those asked for", name);
+	/* the handle first: with it, the caller's file_close CLOSEs (and returns the
+	 * delegation) when a check below fails, or the open state outlives us and
+	 * DESTROY_CLIENTID is refused (NFS4ERR_CLIENTID_BUSY) */
+	if ((rc = fh_copy(&f->fh, &rf->nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object)) != 0)
 		goto out;
-	}
-	if (type != NF4REG)
+	if (type_size(&ra->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes, &type,
+		      &f->size))
+		rc = failf("GETATTR %s: attributes other than those asked for", name);
+	else if (type != NF4REG)
 		rc = failf("%s: not a regular file", name);
-	else
-		rc = fh_copy(&f->fh, &rf->nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object);
 out:
+	cb_opening(n, 0);
 	cpd_free(&c);
 	return rc;
 }
@@ -1400,12 +1426,15 @@ static int list(struct nfs4 *n, char *path)
 			rc = failf("READDIR %s: no result in the answer", shown);
 		if (r) {
 			READDIR4resok *ok = &r->nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
+			nfs_cookie4 asked = a.cookie;
 
 			print_entries(ok, &a, &count);
 			eof = ok->reply.eof;
-			/* no entry and no end: the same cookie would be asked for ever */
-			if (!eof && !ok->reply.entries)
-				rc = failf("READDIR %s: no entries and no end of directory", shown);
+			/* no end and a cookie that did not move (no entries, or entries that
+			 * end where we began): the same cookie would be asked for ever */
+			if (!eof && a.cookie == asked)
+				rc = failf("READDIR %s: no progress (cookie %llu again, no end of "
+					   "directory)", shown, (unsigned long long)asked);
 		}
 		cpd_free(&c);
 	}
