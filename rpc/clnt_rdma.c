@@ -262,6 +262,27 @@ static void free_spares(struct rdma_clnt *ct)
 	}
 }
 
+/* The sizes of the write chunks a binding's results need for these args, in result
+ * order: one size for nres_ddp chunks, or each its own (res_ddp_sizes). Returns how many,
+ * at most RPCRDMA_DEF_LIST_CHUNKS (results beyond them come inline). */
+static uint32_t result_sizes(const struct rpcrdma_ulb_proc *b, const void *args,
+			     uint32_t sizes[RPCRDMA_DEF_LIST_CHUNKS])
+{
+	uint32_t i, n, size;
+
+	if (!b)
+		return 0;
+	if (b->res_ddp_sizes) {
+		n = b->res_ddp_sizes(args, sizes, RPCRDMA_DEF_LIST_CHUNKS);
+		return n > RPCRDMA_DEF_LIST_CHUNKS ? RPCRDMA_DEF_LIST_CHUNKS : n;
+	}
+	n = b->nres_ddp < RPCRDMA_DEF_LIST_CHUNKS ? b->nres_ddp : RPCRDMA_DEF_LIST_CHUNKS;
+	size = n && b->res_ddp_size ? b->res_ddp_size(args) : b->res_ddp_max;
+	for (i = 0; i < n; i++)
+		sizes[i] = size;
+	return n;
+}
+
 /* Write chunks: the caller's buffers for this call (RPCRDMA_CLSET_DDP_BUFS), or, where
  * the binding says a result is DDP-eligible, buffers of ours handed to the result. With
  * the results inline (results_inline) none is offered: the caller's buffers are only
@@ -269,7 +290,8 @@ static void free_spares(struct rdma_clnt *ct)
 static void offer_results(struct ccall *call, const struct rpcrdma_ulb_proc *b,
 			  const void *args, bool inline_res)
 {
-	uint32_t i, size = b ? b->res_ddp_max : 0;
+	uint32_t sizes[RPCRDMA_DEF_LIST_CHUNKS];
+	uint32_t i, n;
 
 	if (next_bufs_set) {
 		const struct rpcrdma_ddp_bufs *nb = &next_bufs_copy;
@@ -281,12 +303,10 @@ static void offer_results(struct ccall *call, const struct rpcrdma_ulb_proc *b,
 		}
 		call->nres = i;
 		next_bufs_set = 0;
-	} else if (b && b->nres_ddp && !inline_res) {
-		if (b->res_ddp_size)
-			size = b->res_ddp_size(args);
-		for (i = 0; i < b->nres_ddp && i < RPCRDMA_DEF_LIST_CHUNKS; i++) {
-			call->res[i].data = malloc(size ? size : 1);
-			call->res[i].cap = size;
+	} else if (!inline_res && (n = result_sizes(b, args, sizes)) > 0) {
+		for (i = 0; i < n; i++) {
+			call->res[i].data = malloc(sizes[i] ? sizes[i] : 1);
+			call->res[i].cap = sizes[i];
 			if (!call->res[i].data)
 				break;
 		}
@@ -332,11 +352,13 @@ static int call_allows_ddp(const uint8_t *call, uint32_t len)
 static uint32_t reply_bound(const struct rdma_clnt *ct, const struct rpcrdma_ulb_proc *b,
 			    const void *args, int ddp)
 {
-	uint64_t max = b && b->max_reply ? b->max_reply : ct->opts.max_reply;
+	uint32_t bound = !b ? 0 : b->max_reply_size ? b->max_reply_size(args) : b->max_reply;
+	uint64_t max = bound ? bound : ct->opts.max_reply;
+	uint32_t sizes[RPCRDMA_DEF_LIST_CHUNKS];
+	uint32_t i, n = ddp ? 0 : result_sizes(b, args, sizes);
 
-	if (!ddp && b && b->nres_ddp)
-		max += (uint64_t)b->nres_ddp *
-		       (b->res_ddp_size ? b->res_ddp_size(args) : b->res_ddp_max) + 8u;
+	for (i = 0; i < n; i++)
+		max += (uint64_t)sizes[i] + 8u;   /* the data and its XDR pad */
 	return max > UINT32_MAX ? UINT32_MAX : (uint32_t)max;
 }
 
@@ -351,7 +373,9 @@ static bool results_inline(const struct rdma_clnt *ct, const struct rpcrdma_ulb_
 	uint32_t room = __atomic_load_n(&ct->reply_inline, __ATOMIC_RELAXED);
 	uint64_t hdr = RPCRDMA_FIXED_HDR_LEN + 12u;   /* three empty chunk lists */
 
-	return b && b->nres_ddp && room && reply_bound(ct, b, args, 0) + hdr <= room;
+	uint32_t sizes[RPCRDMA_DEF_LIST_CHUNKS];
+
+	return room && result_sizes(b, args, sizes) && reply_bound(ct, b, args, 0) + hdr <= room;
 }
 
 static enum clnt_stat encode_call(struct rdma_clnt *ct, struct ccall *call, rpcprog_t prog,

@@ -24,8 +24,8 @@ static uint32_t read_size(const void *args)
 }
 
 static const struct rpcrdma_ulb_proc procs[] = {
-	{ BS_WRITE, (xdrproc_t)xdr_bs_write_args_ddp, NULL, 0, 0, 0, NULL },
-	{ BS_READ, NULL, (xdrproc_t)xdr_bs_data_ddp, 0, 1, 0, read_size },
+	{ BS_WRITE, (xdrproc_t)xdr_bs_write_args_ddp, NULL, 0, 0, 0, NULL, NULL, NULL },
+	{ BS_READ, NULL, (xdrproc_t)xdr_bs_data_ddp, 0, 1, 0, read_size, NULL, NULL },
 };
 
 static const struct rpcrdma_ulb binding = { BLOCKSTORE, BLOCKSTORE_V1, procs, 2 };

@@ -30,6 +30,8 @@
 #include "mount3.h"
 #include "nfs3_prot.h"
 
+#include "../cp_args.h"
+
 #define MIB (1024u * 1024u)
 #define DEPTH_MAX 64u
 #define CALL_TIMEOUT_S 60
@@ -145,53 +147,6 @@ static int nfs_fail(const char *what, const char *name, nfsstat3 s)
 }
 
 /* ---- arguments ---- */
-
-/* "HOST:/path" or "[v6addr]:/path"; anything else is a local path. */
-static int parse_remote(const char *s, struct remote *r)
-{
-	const char *colon;
-	size_t hl;
-
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-
-		if (!end || end[1] != ':' || end[2] != '/')
-			return 0;
-		hl = (size_t)(end - s - 1);
-		colon = end + 1;
-		s++;
-	} else {
-		colon = strchr(s, ':');
-		if (!colon || colon[1] != '/' || colon == s || memchr(s, '/', (size_t)(colon - s)))
-			return 0;
-		hl = (size_t)(colon - s);
-	}
-	if (hl >= sizeof(r->host) || strlen(colon + 1) >= sizeof(r->path))
-		return -1;
-	memcpy(r->host, s, hl);
-	r->host[hl] = 0;
-	strcpy(r->path, colon + 1);
-	return 1;
-}
-
-static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || v < lo || v > hi)
-		return -1;
-	if (*end == 'k' || *end == 'K')
-		v *= 1024, end++;
-	else if (*end == 'm' || *end == 'M')
-		v *= MIB, end++;
-	if (*end || v > hi)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
 
 static void usage(FILE *f)
 {
@@ -1001,19 +956,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'P': o->provider = optarg; break;
 		case 'p':
-			if (parse_u32(optarg, 1, 65535, &o->port))
+			if (cp_parse_u32(optarg, 1, 65535, &o->port))
 				return failf("--port: '%s' is not a port (1-65535)", optarg);
 			break;
 		case 'm':
-			if (parse_u32(optarg, 1, 65535, &o->mount_port))
+			if (cp_parse_u32(optarg, 1, 65535, &o->mount_port))
 				return failf("--mount-port: '%s' is not a port (1-65535)", optarg);
 			break;
 		case 'c':
-			if (parse_u32(optarg, 1, 64 * MIB, &o->chunk))
+			if (cp_parse_u32(optarg, 1, 64 * MIB, &o->chunk))
 				return failf("--chunk: '%s' is not a size from 1 to 64m", optarg);
 			break;
 		case 'd':
-			if (parse_u32(optarg, 1, DEPTH_MAX, &o->depth))
+			if (cp_parse_u32(optarg, 1, DEPTH_MAX, &o->depth))
 				return failf("--depth: '%s' is not from 1 to %u", optarg, DEPTH_MAX);
 			break;
 		case 'l': o->list = 1; break;
@@ -1044,8 +999,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	rs = parse_remote(argv[0], &src);
-	rd = o.list ? 0 : parse_remote(argv[1], &dst);
+	rs = cp_parse_remote(argv[0], src.host, sizeof(src.host), src.path, sizeof(src.path));
+	rd = o.list ? 0
+		    : cp_parse_remote(argv[1], dst.host, sizeof(dst.host), dst.path, sizeof(dst.path));
 	if (rs < 0 || rd < 0) {
 		failf("a host or path too long");
 		return 2;

@@ -287,6 +287,17 @@ struct rpcrdma_ulb_proc {
 	uint32_t res_ddp_max;      /* ... each of this many bytes, */
 	uint32_t (*res_ddp_size)(const void *args);  /* ... or as this says for these
 							args (e.g. a READ's count) */
+	uint32_t (*res_ddp_sizes)(const void *args, uint32_t *sizes, uint32_t max);
+				   /* where set, in place of the three above: the
+				      DDP-eligible results these args make, each with its own
+				      size (an NFSv4 COMPOUND's READs): writes at most max
+				      sizes, in result order, and returns how many */
+	uint32_t (*max_reply_size)(const void *args);   /* where set, in place of
+				      max_reply: the largest reply these args may make,
+				      DDP-eligible results aside (RFC 8267 §5.2: an NFSv4
+				      COMPOUND's is the sum of its operations'), but for those
+				      past RPCRDMA_DEF_LIST_CHUNKS, which come inline; 0: the
+				      client's default */
 };
 
 struct rpcrdma_ulb {

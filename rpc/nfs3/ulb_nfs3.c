@@ -87,14 +87,17 @@ static uint32_t path_size(const void *args)
 #define NFS3_SHORT_REPLY 1024u
 
 /* A procedure with no DDP-eligible item whose reply is short whatever its arguments. */
-#define NFS3_SHORT(proc) { proc, NULL, NULL, NFS3_SHORT_REPLY, 0, 0, NULL }
+#define NFS3_SHORT(proc) { proc, NULL, NULL, NFS3_SHORT_REPLY, 0, 0, NULL, NULL, NULL }
 
 static const struct rpcrdma_ulb_proc nfs3_procs[] = {
-	{ NFSPROC3_READ, NULL, (xdrproc_t)xdr_READ3res_ddp, NFS3_SHORT_REPLY, 1, 0, read_size },
-	{ NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args_ddp, NULL, NFS3_SHORT_REPLY, 0, 0, NULL },
+	{ NFSPROC3_READ, NULL, (xdrproc_t)xdr_READ3res_ddp, NFS3_SHORT_REPLY, 1, 0, read_size,
+	  NULL, NULL },
+	{ NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args_ddp, NULL, NFS3_SHORT_REPLY, 0, 0, NULL,
+	  NULL, NULL },
 	{ NFSPROC3_READLINK, NULL, (xdrproc_t)xdr_READLINK3res_ddp, NFS3_SHORT_REPLY, 1, 0,
-	  path_size },
-	{ NFSPROC3_SYMLINK, (xdrproc_t)xdr_SYMLINK3args_ddp, NULL, NFS3_SHORT_REPLY, 0, 0, NULL },
+	  path_size, NULL, NULL },
+	{ NFSPROC3_SYMLINK, (xdrproc_t)xdr_SYMLINK3args_ddp, NULL, NFS3_SHORT_REPLY, 0, 0, NULL,
+	  NULL, NULL },
 	/* The rest carry attributes, wcc data and handles: at most 280 bytes of results
 	 * (CREATE, RFC 1813 §3.3.8). Without these entries every such call offered a reply
 	 * chunk of the client's max_reply, and Linux's server writes the reply there whenever

@@ -64,7 +64,7 @@ static inline uint32_t rt_echo_res_size(const void *args)
 
 static const struct rpcrdma_ulb_proc rt_ulb_procs[] = {
 	{ RT_ECHO, (xdrproc_t)xdr_rt_echo_args_ddp, (xdrproc_t)xdr_rt_data_ddp, 0, 1, 0,
-	  rt_echo_res_size },
+	  rt_echo_res_size, NULL, NULL },
 };
 
 static const struct rpcrdma_ulb rt_ulb = { RT_PROG, RT_V1, rt_ulb_procs, 1 };

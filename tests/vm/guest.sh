@@ -8,6 +8,8 @@
 #   device   ctest -L rdma_device: the verbs provider's tests on the real device
 #   cli      rpcrdma serve / ping / perf --check over verbs
 #   nfs3cp   our NFSv3 client (examples/nfs3) against knfsd over RDMA
+#   nfs4cp   our NFSv4.1 client (examples/nfs4) against knfsd over RDMA: copies, a listing,
+#            a read delegation recalled over our connection (RFC 8167) and answered
 #   nfs3d    the kernel's NFSv3 client mounting our server (examples/nfs3d) over RDMA and TCP
 #   nfs3d_work  through the kernel's RDMA mount of nfs3d: a squashed root's and nobody's
 #            answers against knfsd's, fio with verification, dbench, a developer's day
@@ -26,7 +28,7 @@ set -u
 exec >/vmout/guest.log 2>&1
 . "$VM_SRC/tests/vm/guest_lib.sh"
 
-all="stack device cli nfs3cp nfs3d nfs3d_work"
+all="stack device cli nfs3cp nfs4cp nfs3d nfs3d_work"
 suites=${VM_SUITES:-$all}
 all="$all bench windows nfs3d_bench"   # figures: run only when named
 dev_up || { echo "vm: /dev/shm or /dev/fd could not be made"; exit 99; }

@@ -36,16 +36,24 @@ rxe_up() {
 }
 
 # the kernel's NFS server on a tmpfs (the overlay root cannot be exported), NFSv3 with
-# mountd on 20048, NFS/RDMA on 20049; its largest READ/WRITE raised to 1 MiB
+# mountd on 20048, NFSv4.1 too, NFS/RDMA on 20049; its largest READ/WRITE raised to 1 MiB;
+# NFSv4's grace period and lease at Linux's least (10 s; set before nfsd starts, as they
+# must be), so that no test waits out the default 90 s
 KNFSD_DIR=/srv/knfsd
+KNFSD_LEASE=10
 knfsd_up() {
 	[ -e /proc/fs/nfsd/portlist ] && grep -q rdma /proc/fs/nfsd/portlist 2>/dev/null && return 0
 	modprobe nfsd && modprobe rpcrdma || return 1
 	mount -t nfsd nfsd /proc/fs/nfsd || return 1
-	mkdir -p "$KNFSD_DIR" /run/rpcbind /var/lib/nfs
+	mkdir -p "$KNFSD_DIR" /run/rpcbind /var/lib/nfs /var/lib/nfs/v4recovery
 	mount -t tmpfs -o size=1g knfsd "$KNFSD_DIR" || return 1
 	touch /var/lib/nfs/etab /var/lib/nfs/rmtab
 	echo 1048576 >/proc/fs/nfsd/max_block_size
+	echo $KNFSD_LEASE >/proc/fs/nfsd/nfsv4gracetime && echo $KNFSD_LEASE >/proc/fs/nfsd/nfsv4leasetime ||
+		return 1
+	# lockd's grace period (50 s by default) holds back NFSv4 delegations too: knfsd
+	# granted none until it was over (docs/ENGINE.md)
+	modprobe lockd && echo $KNFSD_LEASE >/proc/sys/fs/nfs/nlm_grace_period || return 1
 	pgrep -x rpcbind >/dev/null || rpcbind -w || return 1
 	exportfs -o rw,no_root_squash,insecure,fsid=1 "*:$KNFSD_DIR" || return 1
 	rpc.mountd -p 20048 || return 1
@@ -231,6 +239,18 @@ suite_nfs3d() {
 	grep 'Send With Invalidate' /tmp/nfs3d.*.log || true
 }
 
+# must_fail ERR CMD...: CMD must fail, its stderr in ERR. Not `! CMD && grep ...`: set -e
+# ignores a negated command's status and any but the last of an && list, so a CMD that
+# succeeded, or a grep that found nothing, passed unseen.
+must_fail() {
+	local err=$1
+	shift
+	if "$@" 2>"$err"; then
+		echo "expected to fail, but succeeded: $*"
+		return 1
+	fi
+}
+
 suite_device() {
 	local rc=0
 	cd "$VM_BUILD"
@@ -265,13 +285,15 @@ suite_cli() {
 	RPCRDMA_VERBS_WINDOWS=1 "$CLI" perf "$VM_ADDR:$pport" --provider verbs --check --prereg \
 		--sizes 4k,1m \
 		--depths 1,8 --ops read,write --seconds 0.5 | tee /tmp/pperf.log
-	! grep -q 'could not add' /tmp/pperf.log
+	if grep -q 'could not add' /tmp/pperf.log; then return 1; fi
 	kill $ppid
 	wait $ppid || true
 	# registration pins memory: too low a limit says so (as a user without CAP_IPC_LOCK)
-	! setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	if setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 		bash -c "ulimit -l 64; exec $CLI ping $VM_ADDR:$port --provider verbs -c 1" \
-		>/tmp/memlock.out 2>&1
+		>/tmp/memlock.out 2>&1; then
+		echo "ping pinned memory past ulimit -l"; return 1
+	fi
 	cat /tmp/memlock.out
 	grep -q 'ulimit -l' /tmp/memlock.out
 	kill $spid
@@ -334,11 +356,131 @@ suite_nfs3cp() {
 		echo "$(basename "$f"): $(grep -c '^frame' /tmp/knfsd.decoded) messages decoded"
 	done
 	# failures say what failed
-	! "$cp" --provider verbs "$VM_ADDR:$d/nosuch" /tmp/x 2>/tmp/err && grep 'NFS3ERR_NOENT' /tmp/err
-	! "$cp" --provider verbs "$VM_ADDR:/not/exported/f" /tmp/x 2>/tmp/err &&
-		grep 'no export' /tmp/err
-	! "$cp" --provider verbs "$VM_ADDR:$d/tree" /tmp/x 2>/tmp/err && grep 'not a regular file' /tmp/err
-	! "$cp" --provider verbs --port 1 "$VM_ADDR:$d/from.bin" /tmp/x 2>/tmp/err && cat /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:$d/nosuch" /tmp/x
+	grep 'NFS3ERR_NOENT' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:/not/exported/f" /tmp/x
+	grep 'no export' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:$d/tree" /tmp/x
+	grep 'not a regular file' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs --port 1 "$VM_ADDR:$d/from.bin" /tmp/x
+	cat /tmp/err
+}
+
+# our NFSv4.1 client against knfsd over RDMA: 16 MiB each way byte for byte, odd and empty
+# files, a directory of 300 entries, errors by name; then a read delegation recalled
+# over our connection when a local writer opens the file, answered, the writer through
+# within 2 s (and, without our DELEGRETURN, kept waiting until knfsd revokes it after the
+# lease), the exchange checked in a capture with tshark
+# knfsd's NFSv4 root: a tmpfs of its own exported with fsid=0 (the pseudo-root knfsd makes
+# from the other exports would sit on the VM's overlay root, where PUTROOTFH answered
+# NFS4ERR_NOENT); NFSv4 path /X is $KNFSD4_DIR/X
+KNFSD4_DIR=/srv/knfsd4
+knfsd4_up() {
+	knfsd_up
+	grep -q " $KNFSD4_DIR " /proc/mounts && return 0
+	mkdir -p $KNFSD4_DIR && mount -t tmpfs -o size=1g knfsd4 $KNFSD4_DIR &&
+		exportfs -o rw,no_root_squash,insecure,fsid=0 "*:$KNFSD4_DIR"
+}
+
+suite_nfs4cp() {
+	local cp=$VM_BUILD/nfs4cp d=$KNFSD4_DIR/v4 r=/v4 i
+	knfsd4_up
+	echo "knfsd: NFSv4 grace $(cat /proc/fs/nfsd/nfsv4gracetime) s, lease $(cat /proc/fs/nfsd/nfsv4leasetime) s, versions $(cat /proc/fs/nfsd/versions)"
+	mkdir -p $d/tree
+	make_file /tmp/src16.bin 16
+	cp /tmp/src16.bin $d/from.bin
+	# READ (write chunks); the first OPEN may wait out the grace period
+	dmesg -C
+	"$cp" --provider verbs "$VM_ADDR:$r/from.bin" /tmp/v4back.bin || { dmesg | tail -n 40; false; }
+	cmp $d/from.bin /tmp/v4back.bin
+	# WRITE UNSTABLE (read chunks) + COMMIT into a new file
+	"$cp" --provider verbs /tmp/src16.bin "$VM_ADDR:$r/to.bin"
+	cmp /tmp/src16.bin $d/to.bin
+	# over an existing longer file: truncated; odd size, small chunks, one slot
+	head -c 1234567 /dev/urandom >/tmp/odd.bin
+	"$cp" --provider verbs -q --chunk 64k --depth 1 /tmp/odd.bin "$VM_ADDR:$r/to.bin"
+	cmp /tmp/odd.bin $d/to.bin
+	"$cp" --provider verbs -q --chunk 100k "$VM_ADDR:$r/to.bin" /tmp/odd.back
+	cmp /tmp/odd.bin /tmp/odd.back
+	: >/tmp/empty
+	"$cp" --provider verbs -q /tmp/empty "$VM_ADDR:$r/empty"
+	"$cp" --provider verbs -q "$VM_ADDR:$r/empty" /tmp/empty.back
+	[ -f /tmp/empty.back ] && [ ! -s /tmp/empty.back ] && [ -f $d/empty ] && [ ! -s $d/empty ]
+	# 300 entries with long names: READDIR replies of many KiB in reply chunks
+	for i in $(seq 1 250); do : >"$d/tree/file-with-a-rather-long-name-number-$i"; done
+	for i in $(seq 1 50); do mkdir "$d/tree/directory-$i"; done
+	(cd $d/tree && ls -A | sort) >/tmp/want.ls
+	"$cp" --provider verbs --list "$VM_ADDR:$r/tree" >/tmp/v4.ls
+	awk '{print $3}' /tmp/v4.ls | sort >/tmp/got.ls
+	cmp /tmp/want.ls /tmp/got.ls
+	grep -q '^d .* directory-7$' /tmp/v4.ls
+	echo "nfs4cp: 16 MiB read and written, odd and empty files, 300 entries listed"
+	# failures name the operation and the status
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:$r/nosuch" /tmp/x
+	grep 'OPEN failed: NFS4ERR_NOENT' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs "$VM_ADDR:$r/tree" /tmp/x
+	cat /tmp/err
+	grep -q 'NFS4ERR_ISDIR\|not a regular file' /tmp/err
+	must_fail /tmp/err "$cp" --provider verbs --list "$VM_ADDR:$r/nosuchdir"
+	grep 'LOOKUP failed: NFS4ERR_NOENT' /tmp/err
+	nfs4_recall $d
+}
+
+# nfs4cp_hold FILE LOG [OPTIONS]: nfs4cp reads FILE and holds it open under a read
+# delegation (20 s) in the background (NFS4CP_PID); returns once it holds it
+nfs4cp_hold() {
+	local f=$1 log=$2
+	shift 2
+	RPCRDMA_LOG=info "$VM_BUILD/nfs4cp" --provider verbs --hold 20 "$@" "$VM_ADDR:${f#$KNFSD4_DIR}" /tmp/held.out >$log 2>&1 &
+	NFS4CP_PID=$!
+	for _ in $(seq 300); do grep -q 'holding it open' $log && break; sleep 0.1; done
+	cat $log
+	grep -q 'holding it open .* with a read delegation' $log
+}
+
+# ms that a local writer waited to open FILE for writing (knfsd breaks its lease: a recall)
+writer_ms() {
+	local t0 t1
+	t0=$(date +%s%N)
+	echo "appended by a local writer" >>"$1"
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000))
+}
+
+nfs4_recall() {   # nfs4_recall DIR: DIR beneath $KNFSD4_DIR
+	local d=$1 ms
+	head -c 100000 /dev/urandom >$d/held.bin
+	rm -f /vmout/nfs4-recall.pcap
+	RPCRDMA_PCAP=/vmout/nfs4-recall.pcap nfs4cp_hold $d/held.bin /tmp/hold.log
+	sleep 1
+	ms=$(writer_ms $d/held.bin)
+	echo "recall answered: the local writer's open completed in $ms ms"
+	wait $NFS4CP_PID
+	cat /tmp/hold.log
+	cmp <(head -c 100000 $d/held.bin) /tmp/held.out
+	grep -q 'CB_COMPOUND \[CB_SEQUENCE CB_RECALL\] answered NFS4_OK' /tmp/hold.log
+	grep -q 'delegation returned (DELEGRETURN)' /tmp/hold.log
+	[ "$ms" -lt 2000 ]
+	# the exchange as captured: knfsd's CB_COMPOUND (CB_SEQUENCE=11, CB_RECALL=4) came as
+	# an RDMA_MSG (0) call on our connection, and our reply went back as one
+	tshark -2 -o rpc.dissect_unknown_programs:TRUE -r /vmout/nfs4-recall.pcap \
+		-Y 'rpc.program == 0x40000000' -T fields -E occurrence=a -E aggregator=, \
+		-e frame.number -e rpcordma.msg_type -e rpc.msgtyp -e rpc.xid -e rpc.procedure \
+		-e nfs.cb.operation 2>/dev/null | tee /tmp/cb.tsv
+	awk -F'\t' '$2 == 0 && $3 == 0 && $5 == 1 && $6 == "11,4" {print $4}' /tmp/cb.tsv >/tmp/cb.call
+	[ -s /tmp/cb.call ]
+	awk -F'\t' '$2 == 0 && $3 == 1 {print $4}' /tmp/cb.tsv | grep -qxF "$(head -n1 /tmp/cb.call)"
+	echo "capture: CB_COMPOUND (CB_SEQUENCE, CB_RECALL) arrived as RDMA_MSG, xid $(head -n1 /tmp/cb.call), our reply with it"
+	# without our DELEGRETURN the writer waits until knfsd revokes the delegation, a lease
+	# ($KNFSD_LEASE s) or more later
+	head -c 100000 /dev/urandom >$d/held2.bin
+	nfs4cp_hold $d/held2.bin /tmp/hold2.log --ignore-recall
+	sleep 1
+	ms=$(writer_ms $d/held2.bin)
+	echo "recall ignored: the local writer's open completed in $ms ms"
+	wait $NFS4CP_PID || true
+	cat /tmp/hold2.log
+	[ "$ms" -ge $((KNFSD_LEASE * 1000 / 2)) ]
 }
 
 # Figures (not run by default: scripts/vm-test.sh bench). Absolute numbers are bound by

@@ -165,8 +165,8 @@ static uint32_t read_size(const void *args)
 
 /* Both replies are short once READ's data is in its write chunk: no reply chunk. */
 static const struct rpcrdma_ulb_proc ps_procs[] = {
-	{ PS_READ, NULL, (xdrproc_t)xdr_ps_data_ddp, 1024, 1, 0, read_size },
-	{ PS_WRITE, (xdrproc_t)xdr_ps_write_args_ddp, NULL, 1024, 0, 0, NULL },
+	{ PS_READ, NULL, (xdrproc_t)xdr_ps_data_ddp, 1024, 1, 0, read_size, NULL, NULL },
+	{ PS_WRITE, (xdrproc_t)xdr_ps_write_args_ddp, NULL, 1024, 0, 0, NULL, NULL, NULL },
 };
 
 static const struct rpcrdma_ulb ps_ulb = { PERF_PROG, PERF_V1, ps_procs, 2 };
