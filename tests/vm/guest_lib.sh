@@ -184,7 +184,9 @@ check_remote_inv() {
 	make_file /tmp/inv.bin 4
 	knfsd_up
 	mkdir -p /mnt/kinv
-	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/kinv
+	# (knfsd's mountd by its port: nfs3d registered its own MOUNT with rpcbind since)
+	mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock \
+		"$VM_ADDR:$KNFSD_DIR" /mnt/kinv
 	read -r kc ki <<<"$(inv_workload /mnt/kinv)"
 	umount /mnt/kinv
 	nfs3d_mount rdma /mnt/n3
@@ -546,7 +548,7 @@ secs() {   # secs CMD...: wall seconds of a command
 knfsd_mount_with_file() {   # knfsd_mount_with_file DIR FILE
 	knfsd_up
 	mkdir -p "$1" /mnt/knfsd
-	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
+	mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock "$VM_ADDR:$KNFSD_DIR" /mnt/knfsd
 	make_file "$2" 64
 	cp "$2" "$1/src.bin"
 	sync
