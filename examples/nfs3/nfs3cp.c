@@ -37,12 +37,9 @@
 #define CALL_TIMEOUT_S 60
 
 struct opts {
-	const char *provider;   /* NULL: the library's default ($RPCRDMA_PROVIDER, else tcp) */
-	uint32_t port;          /* 0: rpcbind (netid rdma), else 20049 */
+	struct cp_opts cp;      /* chunk: at most the server's rtmax/wtmax */
 	uint32_t mount_port;    /* 0: ask rpcbind for MOUNT v3 over tcp */
-	uint32_t chunk;         /* bytes per READ/WRITE: at most the server's rtmax/wtmax */
-	uint32_t depth;         /* READs or WRITEs in flight */
-	int list, plain_readdir, quiet;
+	int plain_readdir;
 };
 
 struct remote {
@@ -286,8 +283,8 @@ static int nfs_open(struct nfs *n, const struct remote *r, const struct opts *o)
 	struct timeval tv = { CALL_TIMEOUT_S, 0 };
 
 	memset(&co, 0, sizeof(co));
-	co.provider = o->provider;
-	co.port = o->port;
+	co.provider = o->cp.provider;
+	co.port = o->cp.port;
 	n->host = r->host;
 	n->cl = clnt_rdma_create(r->host, NFS_PROGRAM, NFS_V3, &co);
 	if (!n->cl)
@@ -542,7 +539,7 @@ static void slots_drain(struct nfs *n, struct slot *s, uint32_t depth, xdrproc_t
 
 static int copy_from(struct nfs *n, const char *path, const char *local, const struct opts *o)
 {
-	uint32_t chunk = io_size(o->chunk, n->rtmax), i;
+	uint32_t chunk = io_size(o->cp.chunk, n->rtmax), i;
 	nfs_fh3 fh = { { 0, NULL } };
 	struct slot *s = NULL;
 	uint64_t size, off = 0, got = 0;
@@ -562,14 +559,14 @@ static int copy_from(struct nfs *n, const char *path, const char *local, const s
 		failf("%s: %s", local, strerror(errno));
 		goto out_free;
 	}
-	s = slots_new(n, o->depth, chunk);
+	s = slots_new(n, o->cp.depth, chunk);
 	if (!s) {
 		failf("out of memory");
 		goto out_close;
 	}
 	/* READs of [0, size) in flight on the depth's slots, taken back in turn; a short one
 	 * before the end is asked again for the rest */
-	for (i = 0; off < size || inflight; i = (i + 1) % o->depth) {
+	for (i = 0; off < size || inflight; i = (i + 1) % o->cp.depth) {
 		if (s[i].busy) {
 			uint64_t from = s[i].off;
 			uint32_t want = s[i].len, n_got = 0;
@@ -610,12 +607,12 @@ static int copy_from(struct nfs *n, const char *path, const char *local, const s
 		failf("%s: %s", local, strerror(errno));
 		goto out_drain;
 	}
-	if (!o->quiet)
+	if (!o->cp.quiet)
 		printf("read %llu bytes from %s:%s (READ of %u bytes, %u in flight)\n",
-		       (unsigned long long)got, n->host, path, chunk, o->depth);
+		       (unsigned long long)got, n->host, path, chunk, o->cp.depth);
 	rc = 0;
 out_drain:
-	slots_drain(n, s, o->depth, (xdrproc_t)xdr_READ3res);
+	slots_drain(n, s, o->cp.depth, (xdrproc_t)xdr_READ3res);
 	slots_free(n, s);
 out_close:
 	if (close(fd) && !rc)
@@ -785,7 +782,7 @@ static int write_pass(struct nfs *n, const nfs_fh3 *fh, const char *path, int fd
 
 static int copy_to(struct nfs *n, const char *local, const char *path, const struct opts *o)
 {
-	uint32_t chunk = io_size(o->chunk, n->wtmax);
+	uint32_t chunk = io_size(o->cp.chunk, n->wtmax);
 	nfs_fh3 fh = { { 0, NULL } };
 	struct slot *s = NULL;
 	struct stat st;
@@ -803,13 +800,13 @@ static int copy_to(struct nfs *n, const char *local, const char *path, const str
 	}
 	if (open_target(n, path, &fh))
 		goto out_close;
-	s = slots_new(n, o->depth, chunk);
+	s = slots_new(n, o->cp.depth, chunk);
 	if (!s) {
 		failf("out of memory");
 		goto out_close;
 	}
 	for (pass = 0; pass < 3; pass++) {
-		rc = write_pass(n, &fh, path, fd, (uint64_t)st.st_size, chunk, s, o->depth);
+		rc = write_pass(n, &fh, path, fd, (uint64_t)st.st_size, chunk, s, o->cp.depth);
 		if (rc <= 0)
 			break;
 		fprintf(stderr, "nfs3cp: the server's write verifier changed (it restarted): "
@@ -822,9 +819,9 @@ static int copy_to(struct nfs *n, const char *local, const char *path, const str
 	if (!rc && at.size != (uint64_t)st.st_size)
 		rc = failf("%s: GETATTR says %llu bytes after writing %llu", path,
 			   (unsigned long long)at.size, (unsigned long long)st.st_size);
-	if (!rc && !o->quiet)
+	if (!rc && !o->cp.quiet)
 		printf("wrote %llu bytes to %s:%s (WRITE of %u bytes, %u in flight, COMMIT)\n",
-		       (unsigned long long)st.st_size, n->host, path, chunk, o->depth);
+		       (unsigned long long)st.st_size, n->host, path, chunk, o->cp.depth);
 	slots_free(n, s);
 out_close:
 	if (fd >= 0)
@@ -924,7 +921,7 @@ static int list(struct nfs *n, const char *path, const char *full, const struct 
 	if (!rc)
 		rc = o->plain_readdir ? list_plain(n, &dir, path, &count)
 				      : list_plus(n, &dir, path, &count);
-	if (!rc && !o->quiet)
+	if (!rc && !o->cp.quiet)
 		fprintf(stderr, "nfs3cp: %lu entries in %s:%s (%s)\n", count, n->host, full,
 			o->plain_readdir ? "READDIR" : "READDIRPLUS");
 	free(dir.data.data_val);
@@ -936,44 +933,28 @@ static int list(struct nfs *n, const char *path, const char *full, const struct 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{ "provider", required_argument, NULL, 'P' },
-		{ "port", required_argument, NULL, 'p' },
+		CP_LONG_OPTIONS,
 		{ "mount-port", required_argument, NULL, 'm' },
-		{ "chunk", required_argument, NULL, 'c' },
-		{ "depth", required_argument, NULL, 'd' },
-		{ "list", no_argument, NULL, 'l' },
 		{ "readdir", no_argument, NULL, 'r' },
-		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, rc;
 
 	memset(o, 0, sizeof(*o));
-	o->chunk = MIB;
-	o->depth = 8;
+	cp_opts_init(&o->cp);
 	while ((c = getopt_long(argc, argv, "q", lo, NULL)) != -1) {
+		rc = cp_opt("nfs3cp", c, optarg, DEPTH_MAX, &o->cp);
+		if (rc < 0)
+			return -1;
+		if (rc)
+			continue;
 		switch (c) {
-		case 'P': o->provider = optarg; break;
-		case 'p':
-			if (cp_parse_u32(optarg, 1, 65535, &o->port))
-				return failf("--port: '%s' is not a port (1-65535)", optarg);
-			break;
 		case 'm':
 			if (cp_parse_u32(optarg, 1, 65535, &o->mount_port))
 				return failf("--mount-port: '%s' is not a port (1-65535)", optarg);
 			break;
-		case 'c':
-			if (cp_parse_u32(optarg, 1, 64 * MIB, &o->chunk))
-				return failf("--chunk: '%s' is not a size from 1 to 64m", optarg);
-			break;
-		case 'd':
-			if (cp_parse_u32(optarg, 1, DEPTH_MAX, &o->depth))
-				return failf("--depth: '%s' is not from 1 to %u", optarg, DEPTH_MAX);
-			break;
-		case 'l': o->list = 1; break;
 		case 'r': o->plain_readdir = 1; break;
-		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -995,19 +976,19 @@ int main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc != (o.list ? 1 : 2)) {
+	if (argc != (o.cp.list ? 1 : 2)) {
 		usage(stderr);
 		return 2;
 	}
 	rs = cp_parse_remote(argv[0], src.host, sizeof(src.host), src.path, sizeof(src.path));
-	rd = o.list ? 0
+	rd = o.cp.list ? 0
 		    : cp_parse_remote(argv[1], dst.host, sizeof(dst.host), dst.path, sizeof(dst.path));
 	if (rs < 0 || rd < 0) {
 		failf("a host or path too long");
 		return 2;
 	}
-	if (rs + rd != 1 || (o.list && !rs)) {
-		failf(o.list ? "--list takes HOST:/export/dir"
+	if (rs + rd != 1 || (o.cp.list && !rs)) {
+		failf(o.cp.list ? "--list takes HOST:/export/dir"
 			     : "exactly one of SRC and DST must be HOST:/export/path/file");
 		return 2;
 	}
@@ -1021,7 +1002,7 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = fsinfo(&n);
 	if (!rc)
-		rc = o.list ? list(&n, rest, src.path, &o)
+		rc = o.cp.list ? list(&n, rest, src.path, &o)
 		     : rs   ? copy_from(&n, rest, argv[1], &o)
 			    : copy_to(&n, argv[0], rest, &o);
 	nfs_close(&n);

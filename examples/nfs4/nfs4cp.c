@@ -51,12 +51,9 @@
 #define CB_VERSION 1u
 
 struct opts {
-	const char *provider;   /* NULL: the library's default ($RPCRDMA_PROVIDER, else tcp) */
-	uint32_t port;          /* 0: rpcbind (netid rdma), else 20049 */
-	uint32_t chunk;         /* bytes per READ/WRITE */
-	uint32_t depth;         /* READs or WRITEs in flight (session slots) */
+	struct cp_opts cp;      /* depth: READs or WRITEs in flight (session slots) */
 	uint32_t hold;          /* seconds to keep the file open after reading it */
-	int list, quiet, ignore_recall;
+	int ignore_recall;
 };
 
 struct remote {
@@ -433,7 +430,7 @@ static int create_session(struct nfs4 *n, const struct opts *o)
 	a->csa_clientid = n->clientid;
 	a->csa_sequence = n->slot_seq[0] + 1;
 	a->csa_flags = CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
-	chan_attrs(&a->csa_fore_chan_attrs, o->chunk + 65536, o->chunk + 65536, MAX_OPS, o->depth);
+	chan_attrs(&a->csa_fore_chan_attrs, o->cp.chunk + 65536, o->cp.chunk + 65536, MAX_OPS, o->cp.depth);
 	chan_attrs(&a->csa_back_chan_attrs, 4096 - 28, 4096 - 28, 8, 1);
 	a->csa_back_chan_attrs.ca_maxresponsesize_cached = 0;
 	a->csa_cb_program = CB_PROGRAM;
@@ -451,8 +448,8 @@ static int create_session(struct nfs4 *n, const struct opts *o)
 		pthread_mutex_unlock(&n->cb.lock);
 		n->have_session = 1;
 		n->nslots = ok->csr_fore_chan_attrs.ca_maxrequests;
-		if (n->nslots > o->depth)
-			n->nslots = o->depth;
+		if (n->nslots > o->cp.depth)
+			n->nslots = o->cp.depth;
 		if (n->nslots == 0)
 			n->nslots = 1;
 		n->maxops = ok->csr_fore_chan_attrs.ca_maxoperations;
@@ -703,10 +700,10 @@ static int nfs_start(struct nfs4 *n, const struct remote *r, const struct opts *
 	struct timeval tv = { CALL_TIMEOUT_S, 0 };
 
 	memset(&co, 0, sizeof(co));
-	co.provider = o->provider;
-	co.port = o->port;
+	co.provider = o->cp.provider;
+	co.port = o->cp.port;
 	n->host = r->host;
-	n->quiet = o->quiet;
+	n->quiet = o->cp.quiet;
 	n->maxops = MAX_OPS;
 	n->nslots = 1;
 	n->cl = clnt_rdma_create(r->host, NFS4_PROGRAM, NFS_V4, &co);
@@ -1311,7 +1308,7 @@ static int copy_from(struct nfs4 *n, char *path, const char *local, const struct
 		file_close(n, &f);
 		return -1;
 	}
-	rc = read_all(n, &f, fd, io_size(n, o->chunk));
+	rc = read_all(n, &f, fd, io_size(n, o->cp.chunk));
 	if (close(fd) && !rc)
 		rc = failf("%s: %s", local, strerror(errno));
 	if (!rc)
@@ -1339,7 +1336,7 @@ static int copy_to(struct nfs4 *n, const char *local, char *path, const struct o
 	memset(&f, 0, sizeof(f));
 	rc = file_open(n, path, 1, &f);
 	if (!rc)
-		rc = write_all(n, &f, fd, (uint64_t)st.st_size, io_size(n, o->chunk));
+		rc = write_all(n, &f, fd, (uint64_t)st.st_size, io_size(n, o->cp.chunk));
 	if (!rc)
 		say(n, "%s: %llu bytes written", f.name, (unsigned long long)st.st_size);
 	rc |= file_close(n, &f);
@@ -1471,44 +1468,28 @@ static void usage(FILE *f)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{ "provider", required_argument, NULL, 'P' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "chunk", required_argument, NULL, 'c' },
-		{ "depth", required_argument, NULL, 'd' },
-		{ "list", no_argument, NULL, 'l' },
+		CP_LONG_OPTIONS,
 		{ "hold", required_argument, NULL, 'H' },
 		{ "ignore-recall", no_argument, NULL, 'I' },
-		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, rc;
 
 	memset(o, 0, sizeof(*o));
-	o->chunk = MIB;
-	o->depth = 8;
+	cp_opts_init(&o->cp);
 	while ((c = getopt_long(argc, argv, "q", lo, NULL)) != -1) {
+		rc = cp_opt("nfs4cp", c, optarg, DEPTH_MAX, &o->cp);
+		if (rc < 0)
+			return -1;
+		if (rc)
+			continue;
 		switch (c) {
-		case 'P': o->provider = optarg; break;
-		case 'p':
-			if (cp_parse_u32(optarg, 1, 65535, &o->port))
-				return failf("--port: '%s' is not a port (1-65535)", optarg);
-			break;
-		case 'c':
-			if (cp_parse_u32(optarg, 1, 64 * MIB, &o->chunk))
-				return failf("--chunk: '%s' is not a size from 1 to 64m", optarg);
-			break;
-		case 'd':
-			if (cp_parse_u32(optarg, 1, DEPTH_MAX, &o->depth))
-				return failf("--depth: '%s' is not from 1 to %u", optarg, DEPTH_MAX);
-			break;
 		case 'H':
 			if (cp_parse_u32(optarg, 1, 86400, &o->hold))
 				return failf("--hold: '%s' is not a number of seconds (1-86400)", optarg);
 			break;
-		case 'l': o->list = 1; break;
 		case 'I': o->ignore_recall = 1; break;
-		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -1529,19 +1510,19 @@ int main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc != (o.list ? 1 : 2)) {
+	if (argc != (o.cp.list ? 1 : 2)) {
 		usage(stderr);
 		return 2;
 	}
 	rs = cp_parse_remote(argv[0], src.host, sizeof(src.host), src.path, sizeof(src.path));
-	rd = o.list ? 0
+	rd = o.cp.list ? 0
 		    : cp_parse_remote(argv[1], dst.host, sizeof(dst.host), dst.path, sizeof(dst.path));
 	if (rs < 0 || rd < 0) {
 		failf("a host or path too long");
 		return 2;
 	}
-	if (rs + rd != 1 || (o.list && !rs) || (o.hold && !rs)) {
-		failf(o.list ? "--list takes HOST:/path/dir" :
+	if (rs + rd != 1 || (o.cp.list && !rs) || (o.hold && !rs)) {
+		failf(o.cp.list ? "--list takes HOST:/path/dir" :
 		      o.hold ? "--hold takes HOST:/path/file LOCAL" :
 			       "exactly one of SRC and DST must be HOST:/path/file");
 		return 2;
@@ -1555,7 +1536,7 @@ int main(int argc, char **argv)
 	the_client = &n;
 	rc = nfs_start(&n, rs ? &src : &dst, &o);
 	if (!rc)
-		rc = o.list ? list(&n, src.path)
+		rc = o.cp.list ? list(&n, src.path)
 		     : rs   ? copy_from(&n, src.path, argv[1], &o)
 			    : copy_to(&n, argv[0], dst.path, &o);
 	nfs_end(&n);

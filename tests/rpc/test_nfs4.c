@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The NFSv4 binding (RFC 8267 §5) on a toy in-memory COMPOUND server: COMPOUNDs holding
+/* The NFSv4 binding (RFC 8267 §5) on a small in-memory COMPOUND server: COMPOUNDs holding
  * several WRITEs, several READs, both, a symbolic link's CREATE and READLINK, through
  * the rpcgen (-M) stub nfsproc4_compound_4() over RDMA, in one process; every byte and
  * every chunk counted. Usage: test_nfs4 tcp|shm [HOST] */
