@@ -32,7 +32,6 @@
 
 #include "../cp_args.h"
 
-#define MIB (1024u * 1024u)
 #define DEPTH_MAX 64u
 #define CALL_TIMEOUT_S 60
 

@@ -248,10 +248,8 @@ int nfs3d_run_as(const struct nfs3d_cred *c, const struct nfs3d_opts *o,
 		pthread_cond_wait(&j.cv, &pool.lock);
 	pthread_mutex_unlock(&pool.lock);
 	pthread_cond_destroy(&j.cv);
-	if (j.started) {   /* (a job refused its identity still ran job_run) */
-		legs->wait = j.started - j.queued;
-		legs->proc = j.ended ? j.ended - j.started : 0;
-		legs->back = j.ended ? nfs3d_now_ns() - j.ended : 0;
-	}
+	legs->wait = j.started - j.queued;   /* job_run sets started first, always */
+	legs->proc = j.ended ? j.ended - j.started : 0;   /* 0: its identity was refused */
+	legs->back = j.ended ? nfs3d_now_ns() - j.ended : 0;
 	return j.rc;
 }

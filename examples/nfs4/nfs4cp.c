@@ -39,7 +39,6 @@
 
 #include "../cp_args.h"
 
-#define MIB (1024u * 1024u)
 #define DEPTH_MAX 64u
 #define MAX_OPS 48u          /* operations in one COMPOUND we build */
 #define MAX_COMPONENTS 32u   /* path components */
@@ -1038,7 +1037,7 @@ static void slot_cpd_free(struct ioslot *s)
 		nfs_resop4 *r = &s->c.res.resarray.resarray_val[i];
 		char **data = &r->nfs_resop4_u.opread.READ4res_u.resok4.data.data_val;
 
-		if (r->resop == OP_READ && (uintptr_t)*data >= lo && (uintptr_t)*data <= hi)
+		if (r->resop == OP_READ && (uintptr_t)*data >= lo && (uintptr_t)*data < hi)
 			*data = NULL;
 	}
 	cpd_free(&s->c);

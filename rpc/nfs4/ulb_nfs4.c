@@ -216,7 +216,7 @@ static uint32_t compound_max_reply(const void *args)
 }
 
 static const struct rpcrdma_ulb_proc nfs4_procs[] = {
-	{ 1 /* NFSPROC4_COMPOUND */, (xdrproc_t)xdr_COMPOUND4args_ddp,
+	{ NFSPROC4_COMPOUND, (xdrproc_t)xdr_COMPOUND4args_ddp,
 	  (xdrproc_t)xdr_COMPOUND4res_ddp, 0, 0, 0, NULL, compound_ddp_sizes,
 	  compound_max_reply },
 };
